@@ -1,0 +1,1 @@
+"""Actors: who plays a role. The only source of non-determinism in a thread."""

@@ -1,0 +1,125 @@
+"""The actor protocol: the boundary between the deterministic moderator and the world.
+
+An actor receives an `ActRequest` holding everything it needs (the role, the rendered edge
+prompt, the history since the role last spoke, its own earlier visits when the role's memory is
+`session`, and this step's rejected attempts when the reply is being repaired) and returns an
+`ActReply`. Actors keep no state between calls that matters for correctness: a crashed process
+rebuilds every request from the event log, so a resumed thread sends the same conversation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..spec.models import Role
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        data = data or {}
+        return cls(**{k: int(data.get(k) or 0) for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """One committed step shown to a role: what happened since it last spoke."""
+
+    step: int
+    role: str
+    status: str
+    frontmatter: dict[str, Any]
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class Visit:
+    """An earlier visit of the same role: the message it was sent and the reply it gave."""
+
+    message: str
+    reply: str
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A rejected reply of the current step and the errors it got."""
+
+    reply: str
+    errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ActRequest:
+    thread_id: str
+    step: int
+    role_name: str
+    role: Role
+    prompt: str  # the rendered edge prompt (with a resume message appended, if any)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    history: tuple[HistoryItem, ...] = ()
+    previous_visits: tuple[Visit, ...] = ()  # empty when the role's memory is `fresh`
+    attempts: tuple[Attempt, ...] = ()  # non-empty when this call asks for a repair
+    workspace: Path = Path(".")
+    model: str | None = None  # resolved model alias or id
+    max_tokens: int | None = None
+    temperature: float | None = None
+    graph_name: str = ""
+
+    @property
+    def is_repair(self) -> bool:
+        return bool(self.attempts)
+
+
+@dataclass(frozen=True)
+class ActReply:
+    text: str
+    message: str = ""  # the visit message as the actor sent it (kept for `memory: session`)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    model: str | None = None
+    tool_calls: int = 0
+
+
+class ActorError(Exception):
+    """The actor could not produce a reply (provider down, process failed, timeout).
+
+    The thread suspends with this message and can be resumed; `kind` is a short tag such as
+    "provider", "timeout", "process", "replay-divergence".
+    """
+
+    def __init__(self, message: str, kind: str = "actor"):
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+
+
+class HumanNeeded(Exception):
+    """A human must answer and no terminal is attached: the thread waits."""
+
+
+class Actor(Protocol):
+    async def play(self, request: ActRequest) -> ActReply: ...

@@ -1,0 +1,76 @@
+"""The command line (FORMAT.md section 9).
+
+Exit codes: 0 success, 1 problems found or the thread failed, 2 usage error or unreadable input,
+3 the thread is suspended or waiting. Subcommands live in their own modules and are imported only
+when invoked, so `orchestrator --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+# name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("orchestrator.cli.run", "run", "Run a graph as a new thread."),
+    "validate": ("orchestrator.cli.validate", "validate", "Check graph and role files."),
+    "graph": ("orchestrator.cli.graph", "graph", "Draw a graph as Mermaid or DOT."),
+    "threads": (
+        "orchestrator.cli.threads",
+        "threads",
+        "List, show, resume, answer, cancel, export threads.",
+    ),
+    "replay": ("orchestrator.cli.replay", "replay", "Replay recordings through the current graph."),
+    "extract": (
+        "orchestrator.cli.extract",
+        "extract",
+        "Extract and validate a reply's frontmatter.",
+    ),
+    "schema": (
+        "orchestrator.cli.schema",
+        "schema",
+        "Print the JSON Schema of the graph file format.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[cmd_name]
+        try:
+            command = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            return None
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, _, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="orchestrator")
+def cli() -> None:
+    """Run multi-agent work as a graph of roles.
+
+    Each role replies with YAML frontmatter validated against its contract; its $status picks
+    the next edge of the graph.
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="orchestrator", standalone_mode=True)
+    except KeyboardInterrupt:  # pragma: no cover - a command handles its own Ctrl-C first
+        click.echo("interrupted", err=True)
+        sys.exit(130)

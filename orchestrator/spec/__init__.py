@@ -1,0 +1,1 @@
+"""The file format: models, loading with source positions, and role output contracts."""

@@ -1,0 +1,138 @@
+"""The graph file format as pydantic models (FORMAT.md sections 2, 3 and 5).
+
+The loader validates raw YAML against these models and turns pydantic's errors into problems
+with file positions; `orchestrator schema` prints their JSON Schema for editors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+if TYPE_CHECKING:
+    from .contract import Contract
+    from .yamlpos import SourceMap
+
+START = "$START"
+END = "$END"
+SUSPEND = "$SUSPEND"
+SINGLE_EXIT = "_"
+RESUME = "resume"
+TOOL_SETS = ("read", "edit", "shell")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CommandActor(_Frozen):
+    """An external agent process: the prompt on stdin, the reply on stdout."""
+
+    command: list[str] = Field(min_length=1, description="argv of the process")
+    timeout: float = Field(600.0, gt=0, description="seconds before the process is killed")
+
+
+Actor = Literal["anthropic", "human"] | CommandActor
+
+
+class Role(_Frozen):
+    description: str = Field(description="one line for people")
+    goal: str = Field(description="who the agent is and what it is for")
+    capabilities: list[str] = Field(default_factory=list)
+    procedure: str | None = None
+    output: str | None = Field(None, description="what to write, and when to use which $status")
+    frontmatter: dict[str, Any] = Field(description="JSON Schema of the reply's frontmatter")
+    extends: str | None = Field(None, description="a library role to start from")
+    model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
+    max_tokens: int | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0, le=1)
+    tools: list[Literal["read", "edit", "shell"]] = Field(default_factory=list)
+    actor: Actor = "anthropic"
+    max_repairs: int = Field(2, ge=0)
+    memory: Literal["session", "fresh"] = "session"
+
+    # Set by the loader: the role's key in the graph.
+    _name: str = PrivateAttr("")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @cached_property
+    def contract(self) -> Contract:
+        from .contract import derive_contract
+
+        return derive_contract(self.frontmatter)
+
+
+class Edge(_Frozen):
+    role: str = Field(description="the next role, or $END")
+    prompt: str = Field(description="Mustache template of the next step's instruction")
+    location: str | None = Field(None, description="directory inside the workspace for the step")
+
+
+class Defaults(_Frozen):
+    model: str | None = None
+    max_tokens: int | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0, le=1)
+
+
+class Limits(_Frozen):
+    max_steps: int = Field(50, gt=0)
+    max_visits: int = Field(10, gt=0)
+    max_cost_usd: float | None = Field(None, gt=0)
+
+
+IMPLICIT_INPUTS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"task": {"type": "string", "description": "The task, in free text"}},
+    "required": ["task"],
+}
+
+
+class Graph(_Frozen):
+    version: int | None = None
+    name: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case, the file stem")
+    description: str
+    inputs: dict[str, Any] | None = Field(None, description="JSON Schema of the thread's inputs")
+    defaults: Defaults = Field(default_factory=Defaults)
+    limits: Limits = Field(default_factory=Limits)
+    roles: dict[str, Role]
+    graph: dict[str, dict[str, Edge]]
+
+    _source: SourceMap | None = PrivateAttr(None)
+    _path: str | None = PrivateAttr(None)
+
+    @property
+    def path(self) -> str | None:
+        """The file the graph was loaded from, if any."""
+        return self._path
+
+    @property
+    def source(self) -> SourceMap | None:
+        return self._source
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The declared inputs, or the implicit single `task` input (FORMAT 4)."""
+        return self.inputs if self.inputs is not None else IMPLICIT_INPUTS
+
+    @cached_property
+    def hash(self) -> str:
+        """sha256 of the resolved graph (library roles included), stable across key order."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+    def edge(self, source: str, status: str) -> Edge | None:
+        return self.graph.get(source, {}).get(status)
+
+    def position(self, *path: str | int, key: bool = False) -> tuple[str, int, int]:
+        """(file, line, column) of a path in the graph file."""
+        if self._source is None:
+            return (self._path or "<graph>", 1, 1)
+        line, col = self._source.at(path, key=key)
+        return (self._source.file, line, col)

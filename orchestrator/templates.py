@@ -1,0 +1,156 @@
+"""Edge prompt templates: strict Mustache rendering and the variables a template uses.
+
+Rendering uses chevron_blue (spec-complete). Strict mode raises `TemplateVarError` for a name
+that resolves to nothing; lists and mappings interpolate as JSON, booleans as true/false, and
+null as an empty string (a declared-but-optional field is present as null so that
+`{{#field}}...{{/field}}` works; the linter warns when one is used outside such a section).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import chevron_blue
+from chevron_blue import tokenizer as _tok
+
+
+class TemplateSyntaxError(Exception):
+    def __init__(self, message: str, line: int):
+        super().__init__(f"line {line}: {message}")
+        self.message = message
+        self.line = line
+
+
+class TemplateVarError(Exception):
+    """A strict render met a name that resolves to nothing."""
+
+    def __init__(self, name: str):
+        super().__init__(f"'{name}' resolves to nothing")
+        self.name = name
+
+
+class TemplateEmptyError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class VarUse:
+    """One tag of a template that reads a name."""
+
+    name: str
+    kind: str  # "var" (escaped {{x}}), "raw" ({{{x}}} or {{&x}}), "section", "inverted"
+    line: int  # 1-based line inside the template
+    sections: tuple[str, ...]  # names of the enclosing sections, outermost first
+
+    @property
+    def escaped(self) -> bool:
+        return self.kind == "var"
+
+
+def variables(template: str) -> list[VarUse]:
+    """Every name a template reads, with its enclosing sections. Raises TemplateSyntaxError."""
+    uses: list[VarUse] = []
+    stack: list[str] = []
+    kinds = {
+        "variable": "var",
+        "no escape": "raw",
+        "section": "section",
+        "inverted section": "inverted",
+    }
+    _tok._CURRENT_LINE = 1
+    try:
+        for tag, key in _tok.tokenize(template):
+            line = _tok._CURRENT_LINE
+            if tag == "partial":
+                raise TemplateSyntaxError(f"partials ({{{{> {key}}}}}) are not supported", line)
+            if tag == "no escape?":
+                raise TemplateSyntaxError(
+                    f"'{{{{{{{key}}}}}' is missing its third closing brace", line
+                )
+            if tag == "end":
+                stack.pop()
+            elif tag in kinds:
+                if not key:
+                    raise TemplateSyntaxError("empty tag", line)
+                uses.append(VarUse(key, kinds[tag], line, tuple(stack)))
+                if tag in ("section", "inverted section"):
+                    stack.append(key)
+    except TemplateSyntaxError:
+        raise
+    except _tok.ChevronError as exc:
+        raise TemplateSyntaxError(" ".join(str(exc).split()), _tok._CURRENT_LINE) from None
+    except (IndexError, ValueError):  # chevron's tokenizer on an empty tag such as `{{}}`
+        raise TemplateSyntaxError("empty or malformed tag", _tok._CURRENT_LINE) from None
+    return uses
+
+
+def check_syntax(template: str) -> None:
+    variables(template)
+
+
+class _JsonList(list):  # type: ignore[type-arg]
+    def __str__(self) -> str:
+        return json.dumps(_plain(self), ensure_ascii=False, default=str)
+
+
+class _JsonDict(dict):  # type: ignore[type-arg]
+    def __str__(self) -> str:
+        return json.dumps(_plain(self), ensure_ascii=False, default=str)
+
+
+class _Bool:
+    """A boolean that prints as JSON and still drives sections."""
+
+    _CHEVRON_return_scope_when_falsy = True
+
+    def __init__(self, value: bool):
+        self.value = value
+
+    def __bool__(self) -> bool:
+        return self.value
+
+    def __str__(self) -> str:
+        return "true" if self.value else "false"
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, bool):
+        return _Bool(value)
+    if isinstance(value, dict):
+        return _JsonDict({k: _wrap(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return _JsonList(_wrap(v) for v in value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Bool):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def render(template: str, data: dict[str, Any], *, strict: bool = True) -> str:
+    """Render a template. Strict: a missing name raises TemplateVarError (nulls render empty)."""
+    check_syntax(template)
+    try:
+        return chevron_blue.render(
+            template, _wrap(data), on_missing_key="error" if strict else "ignore"
+        )
+    except KeyError as exc:
+        text = str(exc.args[0]) if exc.args else ""
+        name = text.split("'")[1] if text.count("'") >= 2 else text
+        raise TemplateVarError(name) from None
+
+
+def render_prompt(template: str, data: dict[str, Any]) -> str:
+    """Render an edge prompt: strict, and an empty result is an error."""
+    text = render(template, data, strict=True)
+    if not text.strip():
+        raise TemplateEmptyError("the prompt rendered empty")
+    return text
