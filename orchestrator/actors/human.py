@@ -1,0 +1,73 @@
+"""The `human` actor: a person plays the role.
+
+In a terminal it shows the prompt, the allowed statuses and their fields, asks for a status and
+each field, and returns the answer as a reply text, which is validated like any reply (an invalid
+answer is shown its errors and asked again). Without a terminal it raises `HumanNeeded`: the
+thread waits until `orchestrator threads answer` supplies the reply.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from .base import ActReply, ActRequest, HumanNeeded
+
+Ask = Callable[[str], str]
+
+
+def answer_text(status: str | None, fields: dict[str, object], body: str = "") -> str:
+    """A reply text from a status and fields (what `threads answer --status --set` sends)."""
+    import yaml
+
+    data: dict[str, object] = {}
+    if status is not None and status != "_":
+        data["$status"] = status
+    data.update(fields)
+    front = yaml.safe_dump(data, sort_keys=False, allow_unicode=True) if data else ""
+    return f"---\n{front}---\n{body}"
+
+
+class HumanActor:
+    kind = "human"
+
+    def __init__(self, *, interactive: bool = False, ask: Ask | None = None, show=print):  # type: ignore[no-untyped-def]
+        self.interactive = interactive
+        self.ask = ask
+        self.show = show
+
+    async def play(self, request: ActRequest) -> ActReply:
+        ask = self.ask
+        if ask is None:
+            if not (self.interactive and sys.stdin.isatty()):
+                raise HumanNeeded(request.role_name)
+            ask = input
+        return ActReply(text=self._interview(request, ask), message=request.prompt)
+
+    def _interview(self, request: ActRequest, ask: Ask) -> str:
+        contract = request.role.contract
+        show = self.show
+        show(f"\n== step {request.step}: you play '{request.role_name}' ==")
+        show(request.prompt)
+        for attempt in request.attempts:
+            show("Your previous answer was not accepted:")
+            for error in attempt.errors:
+                show(f"  - {error}")
+        statuses = contract.status_names
+        if contract.single_exit:
+            status = "_"
+        else:
+            show("Statuses: " + ", ".join(statuses))
+            status = ""
+            while status not in statuses:
+                status = ask("status> ").strip()
+        spec = contract.for_status(status)
+        fields: dict[str, object] = {}
+        if spec is not None:
+            for name in sorted(spec.required) + sorted(spec.optional):
+                optional = name in spec.optional
+                value = ask(f"{name}{' (optional, Enter to skip)' if optional else ''}> ")
+                if value or not optional:
+                    fields[name] = value
+        body = ask("notes (optional)> ")
+        return answer_text(None if contract.single_exit else status, fields, body)

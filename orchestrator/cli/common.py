@@ -1,0 +1,99 @@
+"""What the commands share: loading graphs and stores, parsing inputs, exit codes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
+
+store_option = click.option(
+    "--store",
+    "store_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Thread store directory (default: $ORCHESTRATOR_HOME or ./.orchestrator).",
+)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def load_graph_or_exit(arg: str) -> Any:
+    """Load a graph; print its problems and exit 2 when it cannot be loaded."""
+    from ..problems import GraphError
+    from ..spec.loader import load_graph
+
+    try:
+        return load_graph(arg)
+    except GraphError as err:
+        for problem in err.problems:
+            click.echo(problem.format(), err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def open_store(store_dir: Path | None) -> Any:
+    from ..store.base import default_store_dir
+    from ..store.sqlite import SqliteStore
+
+    directory = default_store_dir(store_dir)
+    try:
+        return SqliteStore(directory)
+    except Exception as exc:  # sqlite3.Error, OSError: an unusable store directory
+        fail(f"cannot open the thread store in {directory}: {exc}")
+
+
+def find_thread(store: Any, thread_id: str) -> Any:
+    from ..store.base import ThreadNotFound
+
+    try:
+        return store.thread(thread_id)
+    except ThreadNotFound:
+        fail(
+            f"no thread '{thread_id}' in {getattr(store, 'directory', 'the store')}"
+            " (see `orchestrator threads list`)"
+        )
+
+
+def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str]:
+    """KEY=VALUE or KEY=@FILE pairs; @FILE reads the file's text."""
+    values: dict[str, str] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            fail(f"{what} {pair!r}: expected KEY=VALUE or KEY=@FILE")
+        key, value = pair.split("=", 1)
+        if not key:
+            fail(f"{what} {pair!r}: the key is empty")
+        if value.startswith("@"):
+            path = Path(value[1:])
+            try:
+                value = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                fail(f"{what} {key}=@{path}: cannot read the file: {exc.strerror or exc}")
+        values[key] = value
+    return values
+
+
+def typed_inputs(schema: dict[str, Any], raw: dict[str, str]) -> dict[str, Any]:
+    """Inputs whose declared type is not string are read as YAML (numbers, lists, booleans)."""
+    import yaml
+
+    from ..spec.yamlpos import Yaml12Loader
+
+    props = schema.get("properties") or {}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        declared = (props.get(key) or {}).get("type")
+        if declared in (None, "string") or (isinstance(declared, list) and "string" in declared):
+            out[key] = value
+        else:
+            try:
+                out[key] = yaml.load(value, Loader=Yaml12Loader)
+            except yaml.YAMLError:
+                out[key] = value
+    return out

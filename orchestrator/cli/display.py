@@ -1,0 +1,90 @@
+"""How a running thread is shown: one plain line per event, or one JSON object per event."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ..engine import (
+    AttemptRejected,
+    HumanWaiting,
+    StepCommitted,
+    ThreadCompleted,
+    ThreadResumed,
+    ThreadState,
+    ThreadSuspended,
+)
+from ..store.base import StoredEvent
+
+
+def money(value: float) -> str:
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
+
+
+def tokens(usage: dict[str, int]) -> int:
+    return sum(
+        int(usage.get(k, 0))
+        for k in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        )
+    )
+
+
+def json_line(stored: StoredEvent, thread_id: str) -> str:
+    data = stored.event.to_dict()
+    data = {
+        "event": data.pop("type"),
+        "thread": thread_id,
+        "seq": stored.seq,
+        "at": stored.at,
+        **data,
+    }
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+class PlainPrinter:
+    """Plain lines on stderr: what a person reads when output is not a terminal."""
+
+    def __init__(self, thread_id: str = ""):
+        self.thread_id = thread_id
+
+    def __call__(self, stored: StoredEvent, state: ThreadState) -> None:
+        line = describe(stored.event, state)
+        if line:
+            click.echo(line, err=True)
+
+
+def describe(event: Any, state: ThreadState) -> str:
+    match event:
+        case StepCommitted():
+            parts = [f"{event.duration_s:.1f}s"]
+            if tokens(event.usage):
+                parts.append(f"{tokens(event.usage):,} tok")
+            if event.cost_usd:
+                parts.append(money(event.cost_usd))
+            if event.tool_calls:
+                parts.append(f"{event.tool_calls} tool calls")
+            return f"step {event.step} {event.role} → {event.status}  ({', '.join(parts)})"
+        case AttemptRejected():
+            first = event.errors[0] if event.errors else "invalid reply"
+            more = f" (+{len(event.errors) - 1} more)" if len(event.errors) > 1 else ""
+            return f"step {event.step} reply rejected, asking for a repair: {first}{more}"
+        case HumanWaiting():
+            return f"step {event.step} waits for a person to answer as '{event.role}'"
+        case ThreadSuspended():
+            return f"suspended: {event.reason}"
+        case ThreadResumed():
+            note = (
+                " (the previous run was interrupted; its step in flight runs again)"
+                if event.interrupted
+                else ""
+            )
+            return f"resumed{note}"
+        case ThreadCompleted():
+            return f"completed in {len(state.steps)} steps, {money(state.cost_usd)}"
+    return ""

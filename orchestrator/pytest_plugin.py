@@ -1,0 +1,1 @@
+"""pytest plugin for testing graphs (registered through the `pytest11` entry point)."""

@@ -1,0 +1,248 @@
+"""Recordings (FORMAT.md section 8): a thread's replies, to replay and to test routing against.
+
+A recording lists, per committed step, the role, the rendered prompt, the accepted reply
+verbatim, the rejected attempts with their errors, and the token usage. Replaying feeds step N's
+replies when the engine asks for step N; when the graph now routes elsewhere, or a recorded reply
+no longer satisfies the schema, the replay actor raises `ReplayDivergence` (the thread suspends
+with that message) instead of crashing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .actors.base import ActorError, ActReply, ActRequest, Usage
+from .engine import AttemptRejected, Event, StepCommitted, StepStarted, fold
+
+RECORDING_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RecordedAttempt:
+    output: str
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    role: str
+    output: str
+    prompt: str = ""
+    attempts: tuple[RecordedAttempt, ...] = ()
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Recording:
+    graph: str
+    steps: tuple[RecordedStep, ...]
+    graph_hash: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    state: str | None = None  # the recorded thread's final state
+    final: str | None = None
+    path: str | None = None  # the file it was loaded from
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "recording": RECORDING_VERSION,
+            "graph": self.graph,
+            "graph_hash": self.graph_hash,
+            "inputs": self.inputs,
+        }
+        if self.state is not None:
+            data["state"] = self.state
+        if self.final is not None:
+            data["final"] = self.final
+        data["steps"] = [
+            {
+                "role": s.role,
+                "prompt": s.prompt,
+                "output": s.output,
+                "attempts": [{"output": a.output, "errors": list(a.errors)} for a in s.attempts],
+                "usage": dict(s.usage),
+            }
+            for s in self.steps
+        ]
+        return data
+
+    def dump(self) -> str:
+        return yaml.dump(
+            self.to_dict(), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
+        )
+
+
+class RecordingError(ValueError):
+    """A recording file cannot be read; the message names the file and what is wrong."""
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings as `|` blocks, so recorded replies read as they were written."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def recording_from_events(events: list[Event]) -> Recording:
+    """Build a recording from a thread's event log (the `threads export` format)."""
+    state = fold(events)
+    prompts: dict[int, str] = {}
+    attempts: dict[int, list[RecordedAttempt]] = {}
+    steps: list[RecordedStep] = []
+    for event in events:
+        if isinstance(event, StepStarted):
+            prompts[event.step] = event.prompt
+            attempts[event.step] = []
+        elif isinstance(event, AttemptRejected):
+            attempts.setdefault(event.step, []).append(
+                RecordedAttempt(event.reply, tuple(event.errors))
+            )
+        elif isinstance(event, StepCommitted):
+            steps.append(
+                RecordedStep(
+                    role=event.role,
+                    output=event.reply,
+                    prompt=prompts.get(event.step, ""),
+                    attempts=tuple(attempts.get(event.step, [])),
+                    usage=dict(event.usage),
+                )
+            )
+    return Recording(
+        graph=state.graph,
+        steps=tuple(steps),
+        graph_hash=state.graph_hash,
+        inputs=dict(state.inputs),
+        state=state.status,
+        final=state.final,
+    )
+
+
+def load_recording(path: str | Path) -> Recording:
+    """Read a recording file. Raises RecordingError with the file and the problem."""
+    from .spec.yamlpos import Yaml12Loader
+
+    p = Path(path)
+    try:
+        data = yaml.load(p.read_text(encoding="utf-8-sig"), Loader=Yaml12Loader)
+    except OSError as exc:
+        raise RecordingError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise RecordingError(f"{p}: not valid YAML: {exc}") from None
+    return parse_recording(data, str(p))
+
+
+def parse_recording(data: Any, where: str = "<recording>") -> Recording:
+    if not isinstance(data, dict):
+        raise RecordingError(f"{where}: a recording must be a YAML mapping")
+    version = data.get("recording", RECORDING_VERSION)
+    if version != RECORDING_VERSION:
+        raise RecordingError(
+            f"{where}: recording version {version!r} is not supported (expected {RECORDING_VERSION})"
+        )
+    raw_steps = data.get("steps")
+    if not isinstance(raw_steps, list):
+        raise RecordingError(f"{where}: `steps` must be a list")
+    steps = []
+    for i, raw in enumerate(raw_steps, 1):
+        if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
+            raise RecordingError(f"{where}: step {i} needs a `role`")
+        if not isinstance(raw.get("output"), str):
+            raise RecordingError(f"{where}: step {i} ({raw['role']}) needs an `output` text")
+        recorded_attempts = []
+        for j, att in enumerate(raw.get("attempts") or [], 1):
+            if not isinstance(att, dict) or not isinstance(att.get("output"), str):
+                raise RecordingError(f"{where}: step {i} attempt {j} needs an `output` text")
+            recorded_attempts.append(
+                RecordedAttempt(att["output"], tuple(str(e) for e in att.get("errors") or []))
+            )
+        usage: dict[str, Any] = raw["usage"] if isinstance(raw.get("usage"), dict) else {}
+        steps.append(
+            RecordedStep(
+                role=raw["role"],
+                output=raw["output"],
+                prompt=str(raw.get("prompt") or ""),
+                attempts=tuple(recorded_attempts),
+                usage={k: int(v) for k, v in usage.items() if isinstance(v, int)},
+            )
+        )
+    inputs: dict[str, Any] = data["inputs"] if isinstance(data.get("inputs"), dict) else {}
+    return Recording(
+        graph=str(data.get("graph") or ""),
+        steps=tuple(steps),
+        graph_hash=data.get("graph_hash") if isinstance(data.get("graph_hash"), str) else None,
+        inputs=dict(inputs),
+        state=data.get("state") if isinstance(data.get("state"), str) else None,
+        final=data.get("final") if isinstance(data.get("final"), str) else None,
+        path=where,
+    )
+
+
+class ReplayDivergence(ActorError):
+    """The graph now asks for something the recording does not hold."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: int,
+        recorded_role: str | None,
+        graph_role: str,
+        errors: tuple[str, ...] = (),
+    ):
+        super().__init__(message, "replay-divergence")
+        self.step = step
+        self.recorded_role = recorded_role
+        self.graph_role = graph_role
+        self.errors = errors
+
+
+class ReplayActor:
+    """Plays a recording: step N's rejected attempts, then its accepted output."""
+
+    kind = "replay"
+
+    def __init__(self, recording: Recording):
+        self.recording = recording
+
+    async def play(self, request: ActRequest) -> ActReply:
+        n = request.step
+        steps = self.recording.steps
+        if n > len(steps):
+            raise ReplayDivergence(
+                f"the recording has {len(steps)} steps; the graph now asks for step {n} "
+                f"(role '{request.role_name}')",
+                step=n,
+                recorded_role=None,
+                graph_role=request.role_name,
+            )
+        recorded = steps[n - 1]
+        if recorded.role != request.role_name:
+            raise ReplayDivergence(
+                f"step {n}: the recording holds role '{recorded.role}' but the graph now routes "
+                f"to '{request.role_name}'",
+                step=n,
+                recorded_role=recorded.role,
+                graph_role=request.role_name,
+            )
+        replies = [a.output for a in recorded.attempts] + [recorded.output]
+        index = len(request.attempts)
+        if index >= len(replies):
+            errors = request.attempts[-1].errors if request.attempts else ()
+            raise ReplayDivergence(
+                f"step {n} ({recorded.role}): the recorded reply is now rejected: "
+                + "; ".join(errors),
+                step=n,
+                recorded_role=recorded.role,
+                graph_role=request.role_name,
+                errors=tuple(errors),
+            )
+        usage = Usage.from_dict(recorded.usage) if index == len(replies) - 1 else Usage()
+        return ActReply(text=replies[index], message=request.prompt, usage=usage)

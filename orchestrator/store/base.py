@@ -1,0 +1,163 @@
+"""The EventStore protocol and what every store shares.
+
+A store keeps, per thread, an append-only list of events numbered 1, 2, 3... Appending names the
+sequence number it expects to write; a store refuses a number that is already taken
+(`ThreadBusy`), so two processes can never both advance one thread (optimistic concurrency). On
+top of that a lease names the process currently advancing a thread, so the loser learns early
+and clearly; a lease whose process is dead, or that expired, is taken over.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..engine import Event
+
+
+def default_store_dir(store: str | os.PathLike[str] | None = None) -> Path:
+    """`--store DIR`, else `$ORCHESTRATOR_HOME`, else `./.orchestrator/`."""
+    if store:
+        return Path(store)
+    home = os.environ.get("ORCHESTRATOR_HOME")
+    return Path(home) if home else Path.cwd() / ".orchestrator"
+
+
+class ThreadNotFound(Exception):
+    pass
+
+
+class ThreadBusy(Exception):
+    """Another process is advancing this thread (or just appended to it)."""
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    seq: int
+    at: float  # unix time, recorded by the store
+    event: Event
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    id: str
+    graph: str
+    graph_hash: str
+    graph_path: str
+    state: str
+    steps: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    created: float
+    updated: float
+    reason: str
+    workspace: str
+    seq: int  # number of events
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "graph": self.graph,
+            "state": self.state,
+            "steps": self.steps,
+            "cost_usd": round(self.cost_usd, 6),
+            "created": self.created,
+            "updated": self.updated,
+            "reason": self.reason,
+            "workspace": self.workspace,
+        }
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a thread's lease: this process."""
+
+    token: str
+    pid: int
+    host: str
+
+    @classmethod
+    def this_process(cls, token: str) -> Owner:
+        return cls(token, os.getpid(), socket.gethostname())
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed child that its parent has not reaped yet is a zombie: dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+STATE_AFTER = {
+    "ThreadStarted": "running",
+    "StepStarted": "running",
+    "HumanWaiting": "waiting",
+    "ThreadSuspended": "suspended",
+    "ThreadResumed": "running",
+    "ThreadCompleted": "completed",
+    "ThreadFailed": "failed",
+    "ThreadCancelled": "cancelled",
+}
+
+
+def summary_delta(event: Event) -> dict[str, Any]:
+    """How one event changes a thread's summary row (state, steps, cost, tokens, reason)."""
+    name = type(event).__name__
+    delta: dict[str, Any] = {}
+    if name in STATE_AFTER:
+        delta["state"] = STATE_AFTER[name]
+    if name == "StepCommitted":
+        delta["steps"] = 1
+    cost = getattr(event, "cost_usd", 0.0) or 0.0
+    usage = getattr(event, "usage", None) or {}
+    delta["cost_usd"] = float(cost)
+    delta["input_tokens"] = (
+        int(usage.get("input_tokens", 0))
+        + int(usage.get("cache_read_input_tokens", 0))
+        + int(usage.get("cache_creation_input_tokens", 0))
+    )
+    delta["output_tokens"] = int(usage.get("output_tokens", 0))
+    reason = getattr(event, "reason", None) or getattr(event, "error", None)
+    if name in ("ThreadSuspended", "ThreadFailed", "ThreadCancelled"):
+        delta["reason"] = str(reason or "")
+    elif name == "HumanWaiting":
+        delta["reason"] = f"waiting for a person to answer as '{getattr(event, 'role', '')}'"
+    elif name in ("ThreadResumed", "ThreadCompleted", "StepStarted"):
+        delta["reason"] = ""
+    return delta
+
+
+class EventStore(Protocol):
+    def create(
+        self, started: Any, *, graph_path: str, snapshot: dict[str, Any], owner: Owner | None = None
+    ) -> None: ...
+
+    def append(self, thread_id: str, seq: int, event: Event) -> StoredEvent: ...
+
+    def events(self, thread_id: str) -> list[StoredEvent]: ...
+
+    def thread(self, thread_id: str) -> ThreadRow: ...
+
+    def threads(self, state: str | None = None) -> list[ThreadRow]: ...
+
+    def snapshot(self, thread_id: str) -> dict[str, Any]: ...
+
+    def acquire(self, thread_id: str, owner: Owner) -> None: ...
+
+    def renew(self, thread_id: str, owner: Owner) -> None: ...
+
+    def release(self, thread_id: str, owner: Owner) -> None: ...
+
+    def close(self) -> None: ...
