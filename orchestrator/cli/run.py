@@ -108,7 +108,12 @@ def run(
         thread_id = start_thread(graph, values, store, workspace=workspace or Path.cwd())
     except InputError as exc:
         fail(f"inputs: {exc}")
-    if not as_json:
+    if as_json:
+        from .display import json_line
+
+        for stored in store.events(thread_id):  # ThreadStarted, appended before the loop
+            click.echo(json_line(stored, thread_id))
+    else:
         announce(graph, thread_id, recording is not None)
     code = drive(
         graph,
