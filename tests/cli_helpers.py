@@ -12,6 +12,7 @@ from typing import Any
 
 # An external agent (the `command` actor) whose behaviour the tests steer through files:
 #   script.json  {"ROLE": ["reply text", ...]}  replies per role, by visit
+#                {"ROLE": {"STEP": "reply"}}      or by step number
 #   sleep.json   {"ROLE:STEP": seconds}          sleep before answering that step
 #   fail.json    {"ROLE:STEP": "message"}        exit 1 with the message on stderr
 AGENT = textwrap.dedent(
@@ -32,7 +33,10 @@ AGENT = textwrap.dedent(
     n = int(counter.read_text()) if counter.exists() else 0
     counter.write_text(str(n + 1))
     replies = load("script.json")[role]
-    sys.stdout.write(replies[min(n, len(replies) - 1)])
+    if isinstance(replies, dict):  # by step number: immune to answers lost in a crash
+        sys.stdout.write(replies[step])
+    else:
+        sys.stdout.write(replies[min(n, len(replies) - 1)])
     """
 )
 
@@ -78,7 +82,7 @@ class Project:
         path.write_text(textwrap.dedent(text).lstrip())
         return path
 
-    def script(self, **replies: list[str]) -> None:
+    def script(self, **replies: list[str] | dict[str, str]) -> None:
         (self.root / "script.json").write_text(json.dumps(replies))
 
     def set(self, name: str, data: dict[str, Any]) -> None:

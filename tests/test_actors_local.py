@@ -111,3 +111,46 @@ def test_model_resolution_order(loop: Graph, monkeypatch: pytest.MonkeyPatch) ->
     with_role_model = role.model_copy(update={"model": "opus"})
     assert resolve_model(loop, with_role_model, None) == "opus"
     assert resolve_model(loop, with_role_model, "sonnet") == "sonnet"
+
+
+def test_agent_process_dies_with_the_orchestrator(tmp_path: Path) -> None:
+    """A SIGKILLed run leaves no agent process behind to keep editing files."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pidfile = tmp_path / "agent.pid"
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text(
+        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    code = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from orchestrator.actors.command import CommandProcessActor\n"
+        "from orchestrator.spec.models import Role\n"
+        "from orchestrator.actors.base import ActRequest\n"
+        "role = Role(description='d', goal='g', frontmatter={})\n"
+        f"agent = [sys.executable, {str(sleeper)!r}]\n"
+        "req = ActRequest(thread_id='T', step=1, role_name='r', role=role, prompt='p',"
+        " workspace=Path('.'))\n"
+        "asyncio.run(CommandProcessActor(agent, timeout=120).play(req))\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    agent_pid = int(pidfile.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(agent_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(agent_pid, signal.SIGKILL)
+        raise AssertionError("the agent outlived the orchestrator")

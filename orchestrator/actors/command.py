@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 
 from .base import ActorError, ActReply, ActRequest
 
@@ -63,6 +64,7 @@ class CommandProcessActor:
                 cwd=str(request.workspace),
                 env=env,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except OSError as exc:
             raise ActorError(f"cannot start `{name}`: {exc.strerror or exc}", "process") from None
@@ -82,6 +84,15 @@ class CommandProcessActor:
             detail = (": " + " / ".join(tail)) if tail else ""
             raise ActorError(f"`{name}` exited with status {proc.returncode}{detail}", "process")
         return ActReply(text=out.decode(errors="replace"), message=prompt)
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to kill it if the orchestrator dies (no orphaned agents)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
