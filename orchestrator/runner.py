@@ -82,6 +82,7 @@ class ThreadResult:
     steps: int
     cost_usd: float
     path: list[str] = field(default_factory=list)
+    kind: str | None = None  # why it suspended: role, repairs, limit, rate-limit, provider, ...
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,7 +173,14 @@ class Thread:
     def result(self) -> ThreadResult:
         s = self.state
         return ThreadResult(
-            self.thread_id, s.status, s.final, s.reason, len(s.steps), s.cost_usd, s.path
+            self.thread_id,
+            s.status,
+            s.final,
+            s.reason,
+            len(s.steps),
+            s.cost_usd,
+            s.path,
+            s.suspend_kind,
         )
 
 

@@ -1,0 +1,151 @@
+"""Many threads in one process: one thread per line of inputs, N at a time.
+
+Each thread is an ordinary thread in the store (resumable on its own). A thread that suspends
+because the provider rate-limited it (429 after the SDK's own retries) is not a failure of the
+batch: the batch halves its concurrency, waits with exponential backoff, and resumes the thread;
+concurrency grows back by one after each thread that finishes cleanly (additive increase,
+multiplicative decrease), so a rate limit slows the batch down instead of failing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .runner import (
+    ActorFor,
+    InputError,
+    RunOptions,
+    ThreadResult,
+    advance,
+    check_inputs,
+    start_thread,
+)
+from .spec.models import Graph
+from .store.base import EventStore
+
+RATE_LIMIT_KINDS = {"rate-limit"}
+MAX_RATE_LIMIT_RESUMES = 8
+
+
+class BatchInputError(ValueError):
+    """A line of the batch file is not a valid set of inputs; nothing was started."""
+
+
+def read_batch(path: Path, graph: Graph) -> list[dict[str, Any]]:
+    """Parse and validate every line first, so a bad line costs nothing."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    batch: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            inputs = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path}:{number}: not JSON: {exc.msg}")
+            continue
+        if not isinstance(inputs, dict):
+            problems.append(f"{path}:{number}: expected a JSON object of inputs")
+            continue
+        try:
+            check_inputs(graph, inputs)
+        except InputError as exc:
+            problems.append(f"{path}:{number}: {exc}")
+            continue
+        batch.append(inputs)
+    if problems:
+        raise BatchInputError("\n".join(problems))
+    if not batch:
+        raise BatchInputError(f"{path} holds no inputs (one JSON object per line)")
+    return batch
+
+
+class AdaptiveLimiter:
+    """A semaphore whose size shrinks on rate limits and grows back on success."""
+
+    def __init__(self, limit: int):
+        self.max = max(1, limit)
+        self.limit = self.max
+        self.active = 0
+        self._changed = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._changed:
+            self.active -= 1
+            self._changed.notify_all()
+
+    async def backoff(self) -> None:
+        async with self._changed:
+            self.limit = max(1, self.limit // 2)
+
+    async def recover(self) -> None:
+        async with self._changed:
+            self.limit = min(self.max, self.limit + 1)
+            self._changed.notify_all()
+
+
+@dataclass
+class BatchItem:
+    line: int
+    inputs: dict[str, Any]
+    result: ThreadResult | None = None
+    rate_limited: int = 0  # how many times the batch waited out a rate limit for it
+
+
+async def run_batch(
+    graph: Graph,
+    batch: list[dict[str, Any]],
+    store: EventStore,
+    *,
+    concurrency: int = 4,
+    actor_for: ActorFor | None = None,
+    options_for: Callable[[], RunOptions] = RunOptions,
+    workspace: str | Path | None = None,
+    backoff_seconds: float = 2.0,
+    on_done: Callable[[BatchItem], None] | None = None,
+) -> list[BatchItem]:
+    """Run one thread per inputs mapping, at most `concurrency` at a time."""
+    limiter = AdaptiveLimiter(concurrency)
+    items = [BatchItem(i, inputs) for i, inputs in enumerate(batch, 1)]
+
+    async def one(item: BatchItem) -> None:
+        thread_id = start_thread(graph, item.inputs, store, workspace=workspace)
+        resume = False
+        while True:
+            async with limiter:
+                result = await advance(
+                    graph,
+                    store,
+                    thread_id,
+                    actor_for=actor_for,
+                    options=options_for(),
+                    resume=resume,
+                )
+            if result.kind in RATE_LIMIT_KINDS and item.rate_limited < MAX_RATE_LIMIT_RESUMES:
+                item.rate_limited += 1
+                await limiter.backoff()
+                await asyncio.sleep(backoff_seconds * 2 ** (item.rate_limited - 1))
+                resume = True
+                continue
+            break
+        item.result = result
+        if result.state == "completed":
+            await limiter.recover()
+        if on_done is not None:
+            on_done(item)
+
+    await asyncio.gather(*(one(item) for item in items))
+    return items

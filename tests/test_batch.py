@@ -1,0 +1,80 @@
+"""Many threads in one process, and rate limits that slow a batch down instead of failing it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orchestrator.actors.base import ActorError, ActReply, ActRequest
+from orchestrator.batch import BatchInputError, read_batch, run_batch
+from orchestrator.spec.models import Graph
+from orchestrator.store.sqlite import SqliteStore
+from tests.graphs_for_tests import REVIEW_LOOP
+
+
+@pytest.fixture
+def loop(make_graph: Callable[..., Graph]) -> Graph:
+    return make_graph(REVIEW_LOOP)
+
+
+class Flaky:
+    """Rate-limits the first `failures` calls, then drafts and approves; tracks concurrency."""
+
+    def __init__(self, failures: int):
+        self.failures = failures
+        self.calls = 0
+        self.active = 0
+        self.peak = 0
+
+    async def play(self, request: ActRequest) -> ActReply:
+        self.calls += 1
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            await asyncio.sleep(0.01)
+            if self.failures > 0:
+                self.failures -= 1
+                raise ActorError("Anthropic API rate limit (429): slow down", "rate-limit")
+            if request.role_name == "writer":
+                return ActReply(
+                    text=f"---\n$status: drafted\ndraft: {request.inputs['topic']}\n---\n"
+                )
+            return ActReply(text="---\n$status: approved\ncomments: ok\n---\n")
+        finally:
+            self.active -= 1
+
+
+def test_batch_completes_every_thread_despite_rate_limits(loop: Graph, tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "store")
+    actor = Flaky(failures=3)
+    batch = [{"topic": f"t{i}"} for i in range(8)]
+    items = asyncio.run(
+        run_batch(
+            loop, batch, store, concurrency=3, actor_for=lambda n, r: actor, backoff_seconds=0.01
+        )
+    )
+    assert [item.result.state for item in items if item.result] == ["completed"] * 8
+    assert sum(item.rate_limited for item in items) == 3
+    assert actor.peak <= 3
+    finals = sorted(item.result.final or "" for item in items if item.result)
+    assert finals[0].startswith("Approved: t0")
+    # each thread is an ordinary, separately stored thread
+    assert len(store.threads("completed")) == 8
+
+
+def test_read_batch_validates_every_line_first(loop: Graph, tmp_path: Path) -> None:
+    path = tmp_path / "batch.jsonl"
+    path.write_text(
+        json.dumps({"topic": "a"}) + "\n\n" + "not json\n" + json.dumps({"x": 1}) + "\n"
+    )
+    with pytest.raises(BatchInputError) as err:
+        read_batch(path, loop)
+    text = str(err.value)
+    assert "batch.jsonl:3: not JSON" in text
+    assert "batch.jsonl:4:" in text and "topic" in text
+    path.write_text(json.dumps({"topic": "a"}) + "\n" + json.dumps({"topic": "b"}) + "\n")
+    assert read_batch(path, loop) == [{"topic": "a"}, {"topic": "b"}]
