@@ -115,6 +115,8 @@ class ThreadSuspended(Event):
     )
     step: int | None = None
     reply: str | None = None  # a $SUSPEND reply, verbatim
+    usage: dict[str, int] = field(default_factory=dict)  # spent by a step that then failed
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,7 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.status = "waiting"
             state.reason = f"step {event.step} waits for a person to answer as '{event.role}'"
         case ThreadSuspended():
+            state.cost_usd += event.cost_usd
             state.status = "suspended"
             state.reason = event.reason
             state.suspend_kind = event.kind

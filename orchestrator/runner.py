@@ -346,7 +346,11 @@ async def _run_step(thread: Thread, command: RunStep, actor_for: ActorFor) -> No
     except ActorError as exc:
         thread.append(
             ThreadSuspended(
-                f"step {command.step} ({command.role}): {exc.message}", exc.kind, step=command.step
+                f"step {command.step} ({command.role}): {exc.message}",
+                exc.kind,
+                step=command.step,
+                usage=exc.usage.to_dict() if any(exc.usage.to_dict().values()) else {},
+                cost_usd=exc.cost_usd,
             )
         )
         return

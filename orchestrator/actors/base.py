@@ -108,13 +108,24 @@ class ActorError(Exception):
     """The actor could not produce a reply (provider down, process failed, timeout).
 
     The thread suspends with this message and can be resumed; `kind` is a short tag such as
-    "provider", "timeout", "process", "replay-divergence".
+    "provider", "rate-limit", "timeout", "process", "tool-loop", "replay-divergence".
     """
 
-    def __init__(self, message: str, kind: str = "actor"):
+    def __init__(
+        self,
+        message: str,
+        kind: str = "actor",
+        *,
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+    ):
         super().__init__(message)
         self.message = message
         self.kind = kind
+        # What the failed step already spent (calls that succeeded before the failure), so
+        # the ledger counts it even though the step did not commit.
+        self.usage = usage or Usage()
+        self.cost_usd = cost_usd
 
 
 class HumanNeeded(Exception):

@@ -1,0 +1,420 @@
+"""The Anthropic actor: a role played by Claude through the official `anthropic` SDK.
+
+Theory of operation. One `play()` is one step of a thread:
+
+1. Build the conversation from the request alone (the actor keeps no state that matters, so a
+   resumed thread sends the same bytes): for `memory: session` the role's earlier visits as
+   user/assistant pairs, then this visit's message, then, when repairing, each rejected reply as
+   an assistant turn followed by the errors as a user turn.
+2. Call the Messages API (streaming by default, so long replies are not cut by HTTP timeouts).
+   When the model stops for `tool_use`, run each tool in the workspace (`orchestrator.tools`),
+   send the results back and call again, at most `max_tool_rounds` times.
+3. Return the text of the last assistant message with the usage summed over all calls and its
+   price from `model_config`.
+
+Prompt caching. The system prompt and the tool definitions depend on the role only, so they are
+sent byte-identical on every visit, each with a `cache_control` breakpoint. The conversation
+gets breakpoints on its last two user turns: the previous one is where the preceding request (an
+earlier visit, the previous tool round, the rejected attempt) wrote its cache entry, the last one
+is where this request writes. That is four breakpoints at most, the API's limit.
+
+Failures. The SDK retries 408/409/429/5xx and connection errors itself (`max_retries`, with
+backoff that honours `retry-after`). What is left when its retries run out, and everything else
+that can go wrong on the wire (a stream cut in the middle, malformed JSON, an empty reply),
+becomes `ActorError(kind="provider")` with the HTTP status and the provider's own message, so the
+thread suspends with a sentence a person can act on. No SDK exception escapes `play()`.
+
+Secrets. The API key goes to the SDK and nowhere else: it is never part of a prompt, an error
+message or a tool's environment, and tool output is scrubbed of it.
+
+`anthropic` takes about a second to import, so it is imported on the first `play()`, never at
+module import: the command line stays fast for everything that does not call a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..model_config import ModelConfigError, cost_usd, resolve_model
+from ..prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_message
+from ..tools import ToolBox, tool_definitions
+from .base import ActorError, ActReply, ActRequest, Usage
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+DEFAULT_MAX_TOKENS = 8192
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_MAX_TOOL_ROUNDS = 50
+EPHEMERAL = {"type": "ephemeral"}
+RETRIED_STATUSES = frozenset({408, 409, 429})
+STATUS_LABELS = {
+    400: "rejected the request",
+    401: "authentication failed",
+    403: "permission denied",
+    404: "not found",
+    408: "request timeout",
+    413: "request too large",
+    429: "rate limit",
+    500: "internal server error",
+    502: "bad gateway",
+    503: "unavailable",
+    504: "gateway timeout",
+    529: "overloaded",
+}
+NO_KEY = (
+    "No Anthropic API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+    "or run with --replay RECORDING to replay a recorded thread without calling a model."
+)
+
+
+class _IncompleteStream(Exception):
+    """The event stream ended without `message_stop`."""
+
+
+@dataclass
+class _Spent:
+    """Tokens a step has spent so far, kept when the step fails half-way."""
+
+    model: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def cost(self) -> float:
+        return cost_usd(self.model, self.usage) if self.model else 0.0
+
+
+class AnthropicActor:
+    """Plays a role with Claude. All arguments are optional; the defaults suit real runs."""
+
+    kind = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        stream: bool = True,
+        default_model: str | None = None,
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        shell_timeout: float = 120.0,
+        history_budget: int = HISTORY_BUDGET,
+    ):
+        self._api_key = api_key
+        self._base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.stream = stream
+        self.default_model = default_model
+        self.max_tool_rounds = max_tool_rounds
+        self.shell_timeout = shell_timeout
+        self.history_budget = history_budget
+        self._client: AsyncAnthropic | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._secret: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ the protocol
+
+    async def play(self, request: ActRequest) -> ActReply:
+        spent = _Spent()
+        try:
+            return await self._play(request, spent)
+        except ActorError as exc:
+            raise ActorError(
+                exc.message, exc.kind, usage=spent.usage, cost_usd=spent.cost()
+            ) from exc
+        except asyncio.CancelledError:
+            raise
+        except ModelConfigError as exc:
+            raise ActorError(str(exc), kind="config") from exc
+        except Exception as exc:  # anything from the SDK or the wire; see the module docstring
+            raise ActorError(
+                self._scrub(self._describe(exc)),
+                kind=self._kind(exc),
+                usage=spent.usage,
+                cost_usd=spent.cost(),
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    # ------------------------------------------------------------------ one step
+
+    async def _play(self, request: ActRequest, spent: _Spent) -> ActReply:
+        client = self._get_client()
+        role = request.role
+        model = resolve_model(request.model or role.model or self.default_model)
+        system = system_prompt(role, request.role_name)
+        tools = tool_definitions(role)
+        message = visit_message(request, self.history_budget)
+        conversation = build_conversation(request, message)
+        toolbox = ToolBox(
+            request.workspace, role.tools, shell_timeout=self.shell_timeout, secrets=self._secret
+        )
+        usage = Usage()
+        tool_calls = 0
+        rounds = 0
+        while True:
+            params = request_params(
+                model=model,
+                max_tokens=request.max_tokens or role.max_tokens or DEFAULT_MAX_TOKENS,
+                temperature=request.temperature
+                if request.temperature is not None
+                else role.temperature,
+                system=system,
+                tools=tools,
+                conversation=conversation,
+            )
+            reply = await self._call(client, params)
+            usage = usage + _usage(reply)
+            spent.model, spent.usage = model, usage
+            if reply.stop_reason != "tool_use" or not any(
+                b.type == "tool_use" for b in reply.content
+            ):
+                break
+            if rounds >= self.max_tool_rounds:
+                raise ActorError(
+                    f"role {request.role_name!r} was still calling tools after "
+                    f"{self.max_tool_rounds} rounds ({tool_calls} tool calls); the step was "
+                    "stopped. Resume the thread to try again, or narrow the role's procedure.",
+                    kind="tool-loop",
+                )
+            rounds += 1
+            results = []
+            for block in reply.content:
+                if block.type != "tool_use":
+                    continue
+                text, is_error = await toolbox.run(block.name, block.input)
+                tool_calls += 1
+                results.append(
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": block.id,
+                        "content": text or "(no output)",
+                        "is_error": is_error,
+                    }
+                )
+            conversation.append({"role": "assistant", "content": _content_params(reply.content)})
+            conversation.append({"role": "user", "content": results})
+        text = "".join(b.text for b in reply.content if b.type == "text")
+        if not text.strip():
+            raise ActorError(_empty_reply(reply, params["max_tokens"]), kind="provider")
+        return ActReply(
+            text=text,
+            message=message,
+            usage=usage,
+            cost_usd=cost_usd(model, usage),
+            model=model,
+            tool_calls=tool_calls,
+        )
+
+    async def _call(self, client: AsyncAnthropic, params: dict[str, Any]) -> Any:
+        if not self.stream:
+            return await client.messages.create(**params)
+        async with client.messages.stream(**params) as stream:
+            finished = False
+            async for event in stream:
+                if event.type == "message_stop":
+                    finished = True
+            if not finished:
+                raise _IncompleteStream()
+            return await stream.get_final_message()
+
+    # ------------------------------------------------------------------ the client
+
+    def _get_client(self) -> AsyncAnthropic:
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is loop:
+            return self._client
+        key = self._api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+        token = None if key else (os.environ.get("ANTHROPIC_AUTH_TOKEN") or None)
+        if not key and not token:
+            raise ActorError(NO_KEY, kind="provider")
+        import anthropic  # deferred: about a second of import time
+
+        credentials = {"api_key": key} if key else {"auth_token": token}
+        self._secret = tuple(s for s in (key, token) if s)
+        # A connection pool belongs to the event loop it was made on, so a new loop (a caller
+        # using asyncio.run per step) gets a new client. The http client is passed in because
+        # the SDK's default one schedules its own close on whatever loop runs when it is
+        # garbage-collected, which fails noisily once its own loop is gone.
+        self._client = anthropic.AsyncAnthropic(
+            **credentials,
+            base_url=self._base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            http_client=anthropic.DefaultAsyncHttpxClient(),
+        )
+        self._client_loop = loop
+        return self._client
+
+    # ------------------------------------------------------------------ errors
+
+    @staticmethod
+    def _kind(exc: BaseException) -> str:
+        """A rate limit is its own kind: a batch slows down for it instead of failing."""
+        import anthropic
+
+        if isinstance(exc, anthropic.RateLimitError):
+            return "rate-limit"
+        if isinstance(exc, anthropic.APITimeoutError):
+            return "timeout"
+        return "provider"
+
+    def _describe(self, exc: BaseException) -> str:
+        import anthropic
+
+        attempts = self.max_retries + 1
+        if isinstance(exc, anthropic.APIStatusError):
+            status = exc.status_code
+            label = STATUS_LABELS.get(status, "error")
+            detail = exc.api_message or _body_message(exc.body) or exc.message
+            retried = status in RETRIED_STATUSES or status >= 500
+            tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if retried else ""
+            text = f"Anthropic API {label} ({status}){tries}: {detail}"
+            if status == 401:
+                text += " (check ANTHROPIC_API_KEY)"
+            return text
+        if isinstance(exc, anthropic.APITimeoutError):
+            return (
+                f"Anthropic API timed out (no response within {self.timeout:g} s) "
+                f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            why = f": {type(cause).__name__}: {cause}" if cause else ""
+            return (
+                f"could not reach the Anthropic API at {self._where()} after {attempts} "
+                f"attempt{'s' if attempts != 1 else ''}{why}"
+            )
+        if isinstance(exc, anthropic.APIResponseValidationError):
+            return f"malformed response from the Anthropic API: {exc.message}"
+        if isinstance(exc, _IncompleteStream):
+            return "the Anthropic API stream ended before the message was complete"
+        if isinstance(exc, ValueError):  # json.JSONDecodeError and friends
+            return f"malformed response from the Anthropic API: {type(exc).__name__}: {exc}"
+        name = type(exc).__name__
+        if type(exc).__module__.startswith(("httpx", "httpcore", "h11")):
+            return f"the connection to the Anthropic API broke off mid-response: {name}: {exc}"
+        return f"unexpected error while calling the Anthropic API: {name}: {exc}"
+
+    def _where(self) -> str:
+        if self._client is not None:
+            return str(self._client.base_url)
+        return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secret:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+
+# ---------------------------------------------------------------------- request building
+
+
+def build_conversation(request: ActRequest, message: str) -> list[dict[str, Any]]:
+    """Earlier visits (memory: session), this visit, then rejected attempts and their errors."""
+    turns: list[dict[str, Any]] = []
+    for visit in request.previous_visits:
+        turns.append({"role": "user", "content": visit.message or "(empty message)"})
+        turns.append({"role": "assistant", "content": visit.reply or "(empty reply)"})
+    turns.append({"role": "user", "content": message})
+    for attempt in request.attempts:
+        turns.append({"role": "assistant", "content": attempt.reply or "(empty reply)"})
+        turns.append({"role": "user", "content": repair_message(attempt.errors, request.role)})
+    return turns
+
+
+def request_params(
+    *,
+    model: str,
+    max_tokens: int,
+    temperature: float | None,
+    system: str,
+    tools: list[dict[str, Any]],
+    conversation: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The keyword arguments of `messages.create`, with the cache breakpoints placed."""
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "system": [{"type": "text", "text": system, "cache_control": EPHEMERAL}],
+        "messages": with_breakpoints(conversation),
+    }
+    if tools:
+        params["tools"] = [*tools[:-1], {**tools[-1], "cache_control": EPHEMERAL}]
+    if temperature is not None:
+        # This SDK generation has no `temperature` keyword (current models choose their own
+        # sampling and some reject the field), so a role that sets one sends it as a raw field.
+        params["extra_body"] = {"temperature": temperature}
+    return params
+
+
+def with_breakpoints(conversation: list[dict[str, Any]], count: int = 2) -> list[dict[str, Any]]:
+    """A copy of the conversation with `cache_control` on the last block of its last user turns."""
+    marked: list[dict[str, Any]] = []
+    left = count
+    for turn in reversed(conversation):
+        content = turn["content"]
+        if turn["role"] == "user" and left > 0:
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            blocks = [*blocks[:-1], {**blocks[-1], "cache_control": EPHEMERAL}]
+            marked.append({"role": "user", "content": blocks})
+            left -= 1
+        else:
+            marked.append(turn)
+    marked.reverse()
+    return marked
+
+
+def _content_params(blocks: Any) -> list[dict[str, Any]]:
+    """An assistant message's content as request blocks (thinking blocks kept verbatim)."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.type == "text":
+            if block.text:
+                out.append({"type": "text", "text": block.text})
+        elif block.type == "tool_use":
+            out.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+        else:
+            out.append(block.to_dict(mode="json", exclude_none=True))
+    return out
+
+
+def _usage(message: Any) -> Usage:
+    u = message.usage
+    return Usage(
+        input_tokens=u.input_tokens or 0,
+        output_tokens=u.output_tokens or 0,
+        cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
+        cache_read_input_tokens=u.cache_read_input_tokens or 0,
+    )
+
+
+def _body_message(body: object) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+    return None
+
+
+def _empty_reply(message: Any, max_tokens: int) -> str:
+    reason = message.stop_reason
+    if reason == "max_tokens":
+        return (
+            f"the model used its whole max_tokens ({max_tokens}) before writing a reply; "
+            "raise max_tokens for this role"
+        )
+    if reason == "refusal":
+        return "the model declined to answer (stop_reason: refusal)"
+    return f"the Anthropic API returned an empty reply (stop_reason: {reason})"

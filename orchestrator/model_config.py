@@ -1,0 +1,230 @@
+"""Model aliases and prices: which model an alias means and what its tokens cost.
+
+Graphs name models by alias (`opus`, `sonnet`, `haiku`) so that a graph keeps working when a new
+model generation ships; this module is the one place that maps aliases to model ids. The price
+table turns a step's token usage into dollars for the cost ledger and the `max_cost_usd` guard.
+
+Both tables have built-in defaults and can be overridden by a user file (docs/models.md):
+
+1. the file named by `ORCHESTRATOR_MODELS_FILE`, else
+2. `$ORCHESTRATOR_HOME/models.yaml` when `ORCHESTRATOR_HOME` is set, else
+3. `./.orchestrator/models.yaml` (next to the default store) when it exists.
+
+```yaml
+default: sonnet                 # the model of roles that name none (ORCHESTRATOR_MODEL wins)
+aliases:
+  sonnet: claude-sonnet-5-5     # redefine an alias ...
+  cheap: claude-haiku-5-5       # ... or add one
+prices:                         # USD per million tokens
+  claude-sonnet-5-5: {input: 2.0, output: 10.0, cache_write: 2.5, cache_read: 0.1}
+```
+
+A model without a price costs 0 and `price_known()` says so, so that the ledger can print
+"price unknown" instead of pretending the step was free. Nothing here imports `anthropic`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .actors.base import Usage
+
+DEFAULT_ALIAS = "sonnet"
+
+ALIASES: dict[str, str] = {
+    "opus": "claude-opus-5-5",
+    "sonnet": "claude-sonnet-5-5",
+    "haiku": "claude-haiku-5-5",
+}
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens. `cache_write` is the 5-minute cache write rate."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+def _p(input: float, output: float, cache_write: float, cache_read: float) -> Price:
+    return Price(input, output, cache_write, cache_read)
+
+
+# Published list prices (Anthropic pricing page, autumn 2026). Claude Haiku 5.5 is billed in two
+# bands; this is the band for prompts up to 100,000 tokens, which covers typical role steps.
+PRICES: dict[str, Price] = {
+    "claude-fable-5-1": _p(10.0, 50.0, 12.5, 0.25),
+    "claude-mythos-5-1": _p(10.0, 50.0, 12.5, 0.25),
+    "claude-fable-5": _p(10.0, 50.0, 12.5, 1.0),
+    "claude-mythos-5": _p(10.0, 50.0, 12.5, 1.0),
+    "claude-opus-5-5": _p(4.0, 20.0, 5.0, 0.2),
+    "claude-opus-5": _p(5.0, 25.0, 6.25, 0.5),
+    "claude-opus-4-8": _p(5.0, 25.0, 6.25, 0.5),
+    "claude-opus-4-7": _p(5.0, 25.0, 6.25, 0.5),
+    "claude-opus-4-6": _p(5.0, 25.0, 6.25, 0.5),
+    "claude-opus-4-5": _p(5.0, 25.0, 6.25, 0.5),
+    "claude-opus-4-1": _p(15.0, 75.0, 18.75, 1.5),
+    "claude-sonnet-5-5": _p(2.0, 10.0, 2.5, 0.1),
+    "claude-sonnet-5": _p(2.0, 10.0, 2.5, 0.2),
+    "claude-sonnet-4-6": _p(3.0, 15.0, 3.75, 0.3),
+    "claude-sonnet-4-5": _p(3.0, 15.0, 3.75, 0.3),
+    "claude-haiku-5-5": _p(0.1, 0.5, 0.125, 0.01),
+    "claude-haiku-4-5": _p(1.0, 5.0, 1.25, 0.1),
+}
+
+_DATE_SUFFIX = re.compile(r"-\d{8}$")
+
+
+class ModelConfigError(Exception):
+    """The user's models file is unreadable or malformed."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    aliases: dict[str, str]
+    prices: dict[str, Price]
+    default: str
+    source: str | None = None  # the user file merged in, if any
+
+
+def config_path() -> Path | None:
+    """The user models file in effect, or None (see the module docstring for the order)."""
+    explicit = os.environ.get("ORCHESTRATOR_MODELS_FILE")
+    if explicit:
+        return Path(explicit)
+    home = os.environ.get("ORCHESTRATOR_HOME")
+    candidate = Path(home) / "models.yaml" if home else Path(".orchestrator") / "models.yaml"
+    return candidate if candidate.is_file() else None
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ModelConfigError(f"{where}: expected a non-negative number, got {value!r}")
+    return float(value)
+
+
+def _parse(data: Any, path: str) -> ModelConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ModelConfigError(f"{path}: expected a mapping with aliases:, prices:, default:")
+    unknown = sorted(set(data) - {"aliases", "prices", "default"})
+    if unknown:
+        raise ModelConfigError(
+            f"{path}: unknown key(s) {', '.join(unknown)}; expected aliases, prices, default"
+        )
+    aliases = dict(ALIASES)
+    raw_aliases = data.get("aliases") or {}
+    if not isinstance(raw_aliases, dict):
+        raise ModelConfigError(f"{path}: aliases: must map alias names to model ids")
+    for name, model in raw_aliases.items():
+        if not isinstance(model, str) or not model.strip():
+            raise ModelConfigError(f"{path}: aliases.{name}: expected a model id string")
+        aliases[str(name).lower()] = model.strip()
+    prices = dict(PRICES)
+    raw_prices = data.get("prices") or {}
+    if not isinstance(raw_prices, dict):
+        raise ModelConfigError(f"{path}: prices: must map model ids to prices")
+    for model, row in raw_prices.items():
+        where = f"{path}: prices.{model}"
+        if not isinstance(row, dict):
+            raise ModelConfigError(f"{where}: expected {{input, output, cache_write, cache_read}}")
+        extra = sorted(set(row) - {"input", "output", "cache_write", "cache_read"})
+        if extra:
+            raise ModelConfigError(f"{where}: unknown key(s) {', '.join(map(str, extra))}")
+        values = {str(k): _number(v, f"{where}.{k}") for k, v in row.items()}
+        base = prices.get(str(model))
+        if base is None:
+            if not {"input", "output"} <= set(values):
+                raise ModelConfigError(f"{where}: a new model needs at least input and output")
+            # Anthropic's usual multipliers: 5-minute cache write 1.25x input, cache read 0.1x.
+            base = Price(0.0, 0.0, values["input"] * 1.25, values["input"] * 0.1)
+        prices[str(model)] = Price(
+            values.get("input", base.input),
+            values.get("output", base.output),
+            values.get("cache_write", base.cache_write),
+            values.get("cache_read", base.cache_read),
+        )
+    default = data.get("default") or DEFAULT_ALIAS
+    if not isinstance(default, str):
+        raise ModelConfigError(f"{path}: default: expected an alias or a model id")
+    return ModelConfig(aliases, prices, default, path)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int) -> ModelConfig:
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except OSError as exc:
+        raise ModelConfigError(f"{path}: cannot read models file: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ModelConfigError(f"{path}: invalid YAML: {exc}") from exc
+    return _parse(data, path)
+
+
+_BUILTIN = ModelConfig(dict(ALIASES), dict(PRICES), DEFAULT_ALIAS)
+
+
+def load_config() -> ModelConfig:
+    """The built-in tables merged with the user's models file, if there is one."""
+    path = config_path()
+    if path is None:
+        return _BUILTIN
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise ModelConfigError(f"{path}: cannot read models file: {exc.strerror or exc}") from exc
+    return _load(str(path), mtime)
+
+
+def default_model() -> str:
+    """The model of a role that names none: `ORCHESTRATOR_MODEL`, the file's default, sonnet."""
+    return os.environ.get("ORCHESTRATOR_MODEL") or load_config().default
+
+
+def resolve_model(name: str | None = None) -> str:
+    """An alias (case-insensitive) becomes its model id; anything else is taken as an id."""
+    config = load_config()
+    chosen = (name or "").strip() or default_model()
+    resolved = config.aliases.get(chosen.lower(), chosen)
+    # A default may itself be an alias.
+    return config.aliases.get(resolved.lower(), resolved)
+
+
+def price_for(model_id: str | None) -> Price | None:
+    """The price row of a model id (a dated snapshot id falls back to its undated id)."""
+    if not model_id:
+        return None
+    prices = load_config().prices
+    if model_id in prices:
+        return prices[model_id]
+    return prices.get(_DATE_SUFFIX.sub("", model_id))
+
+
+def price_known(model_id: str | None) -> bool:
+    return price_for(model_id) is not None
+
+
+def cost_usd(model_id: str | None, usage: Usage) -> float:
+    """Dollars for one usage record; 0.0 when the model has no price (see `price_known`)."""
+    price = price_for(model_id)
+    if price is None:
+        return 0.0
+    total = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    )
+    return round(total / 1_000_000, 10)

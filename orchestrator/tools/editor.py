@@ -1,0 +1,240 @@
+"""Anthropic's text editor client tool (`text_editor_20250728`, `str_replace_based_edit_tool`).
+
+The model sends commands; this module carries them out on the workspace:
+
+- `view`: a file with line numbers (optionally `view_range: [start, end]`, `end` -1 = to the end),
+  or a directory listing two levels deep without hidden entries;
+- `create`: write `file_text` to `path` (parent directories are made; an existing file is
+  overwritten, and the result says so);
+- `str_replace`: replace `old_str` by `new_str`; `old_str` must occur exactly once, and the error
+  for zero or several matches says which;
+- `insert`: insert `insert_text` (older tool versions: `new_str`) after line `insert_line`
+  (0 = at the top).
+
+A role with `read` but not `edit` may only `view`; other commands return an error result
+("this role may only read files"). Errors never raise: they come back as `(message, True)` so the
+model can correct itself. Paths go through `Workspace.resolve`, so nothing outside is touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .workspace import PathRefused, Workspace
+
+TOOL_TYPE = "text_editor_20250728"
+TOOL_NAME = "str_replace_based_edit_tool"
+MAX_VIEW_CHARS = 30_000
+MAX_LISTING = 500
+SNIPPET = 4
+
+Result = tuple[str, bool]
+
+
+class ToolFailure(Exception):
+    """A command that cannot be carried out; its message goes back to the model as an error."""
+
+
+def definition() -> dict[str, Any]:
+    return {"type": TOOL_TYPE, "name": TOOL_NAME}
+
+
+class TextEditor:
+    def __init__(self, workspace: Workspace, can_edit: bool):
+        self.workspace = workspace
+        self.can_edit = can_edit
+
+    def run(self, args: dict[str, Any]) -> Result:
+        command = args.get("command")
+        try:
+            if command == "view":
+                return self._view(args), False
+            if command in ("create", "str_replace", "insert", "undo_edit"):
+                if not self.can_edit:
+                    return (
+                        "this role may only read files (only the `view` command is allowed)",
+                        True,
+                    )
+                if command == "create":
+                    return self._create(args), False
+                if command == "str_replace":
+                    return self._str_replace(args), False
+                if command == "insert":
+                    return self._insert(args), False
+                return "undo_edit is not supported; edit the file again to revert a change", True
+            return (
+                f"unknown command {command!r}; use one of: view, create, str_replace, insert",
+                True,
+            )
+        except (PathRefused, ToolFailure) as exc:
+            return str(exc), True
+        except OSError as exc:
+            return f"{args.get('path')}: {exc.strerror or exc}", True
+
+    # ------------------------------------------------------------------ commands
+
+    def _path(self, args: dict[str, Any]) -> Path:
+        path = args.get("path")
+        if not isinstance(path, str):
+            raise ToolFailure("`path` is required")
+        return self.workspace.resolve(path)
+
+    def _view(self, args: dict[str, Any]) -> str:
+        path = self._path(args)
+        if path.is_dir():
+            return self._listing(path)
+        if not path.exists():
+            raise ToolFailure(f"{self.workspace.display(path)}: no such file or directory")
+        text = _read_text(path)
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        start, end = 1, len(lines)
+        view_range = args.get("view_range")
+        if view_range is not None:
+            if (
+                not isinstance(view_range, list)
+                or len(view_range) != 2
+                or not all(isinstance(n, int) and not isinstance(n, bool) for n in view_range)
+            ):
+                raise ToolFailure("`view_range` must be two integers: [start, end]")
+            start, end = view_range
+            if end == -1:
+                end = len(lines)
+            if start < 1 or start > max(len(lines), 1) or end < start or end > len(lines):
+                raise ToolFailure(
+                    f"invalid `view_range` {view_range}: the file has {len(lines)} lines; "
+                    "use 1 <= start <= end <= lines, or end = -1"
+                )
+        numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
+        return _cap(numbered, MAX_VIEW_CHARS, "use view_range to see the rest")
+
+    def _listing(self, root: Path) -> str:
+        entries: list[str] = []
+        for child in sorted(root.iterdir(), key=lambda p: p.name):
+            if child.name.startswith("."):
+                continue
+            entries.append(self._entry(child))
+            if child.is_dir() and not child.is_symlink():
+                try:
+                    grand = sorted(child.iterdir(), key=lambda p: p.name)
+                except OSError:
+                    continue
+                entries += [self._entry(g) for g in grand if not g.name.startswith(".")]
+            if len(entries) >= MAX_LISTING:
+                entries.append(f"… (listing stopped after {MAX_LISTING} entries)")
+                break
+        shown = self.workspace.display(root)
+        if not entries:
+            return f"{shown}: empty directory"
+        head = f"Files and directories in {shown} (two levels, hidden entries skipped):"
+        return head + "\n" + "\n".join(entries)
+
+    def _entry(self, path: Path) -> str:
+        rel = str(path.relative_to(self.workspace.root))
+        if path.is_symlink():  # not followed: its target may lie outside the workspace
+            return rel + "@"
+        return rel + ("/" if path.is_dir() else "")
+
+    def _create(self, args: dict[str, Any]) -> str:
+        path = self._path(args)
+        text = args.get("file_text")
+        if not isinstance(text, str):
+            raise ToolFailure("`file_text` is required for create")
+        if path.is_dir():
+            raise ToolFailure(f"{self.workspace.display(path)} is a directory")
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        verb = "overwritten" if existed else "created"
+        return f"File {verb}: {self.workspace.display(path)}"
+
+    def _str_replace(self, args: dict[str, Any]) -> str:
+        path = self._existing_file(args)
+        old = args.get("old_str")
+        new = args.get("new_str", "")
+        if not isinstance(old, str) or old == "":
+            raise ToolFailure("`old_str` is required for str_replace and may not be empty")
+        if not isinstance(new, str):
+            raise ToolFailure("`new_str` must be a string")
+        text = _read_text(path)
+        count = text.count(old)
+        shown = self.workspace.display(path)
+        if count == 0:
+            raise ToolFailure(
+                f"No replacement was performed: `old_str` does not occur in {shown}. "
+                "It must match the file exactly, whitespace included."
+            )
+        if count > 1:
+            lines = _match_lines(text, old)
+            raise ToolFailure(
+                f"No replacement was performed: `old_str` occurs {count} times in {shown} "
+                f"(starting on lines {', '.join(map(str, lines))}). Include more context so it "
+                "matches exactly once."
+            )
+        at = text.index(old)
+        updated = text[:at] + new + text[at + len(old) :]
+        path.write_text(updated, encoding="utf-8")
+        first = text.count("\n", 0, at) + 1
+        return f"The file {shown} has been edited.\n" + _snippet(
+            updated, first, new.count("\n") + 1
+        )
+
+    def _insert(self, args: dict[str, Any]) -> str:
+        path = self._existing_file(args)
+        line = args.get("insert_line")
+        new = args.get("insert_text", args.get("new_str"))
+        if not isinstance(line, int) or isinstance(line, bool):
+            raise ToolFailure("`insert_line` (an integer, 0 = top of the file) is required")
+        if not isinstance(new, str):
+            raise ToolFailure("`insert_text` is required for insert")
+        text = _read_text(path)
+        lines = text.split("\n")
+        trailing = text.endswith("\n")
+        if trailing:
+            lines.pop()
+        if line < 0 or line > len(lines):
+            raise ToolFailure(
+                f"invalid `insert_line` {line}: it must be between 0 and {len(lines)}"
+            )
+        added = new.removesuffix("\n").split("\n")
+        lines[line:line] = added
+        path.write_text("\n".join(lines) + ("\n" if trailing or not text else ""), "utf-8")
+        shown = self.workspace.display(path)
+        updated = "\n".join(lines)
+        return f"The file {shown} has been edited.\n" + _snippet(updated, line + 1, len(added))
+
+    def _existing_file(self, args: dict[str, Any]) -> Path:
+        path = self._path(args)
+        if not path.is_file():
+            raise ToolFailure(f"{self.workspace.display(path)}: no such file")
+        return path
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ToolFailure(f"{path.name}: binary file; it cannot be shown or edited as text")
+    return data.decode("utf-8", errors="replace")
+
+
+def _match_lines(text: str, needle: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(needle)
+    while at != -1 and len(found) < 10:
+        found.append(text.count("\n", 0, at) + 1)
+        at = text.find(needle, at + 1)
+    return found
+
+
+def _snippet(text: str, first: int, count: int) -> str:
+    lines = text.split("\n")
+    lo, hi = max(first - SNIPPET, 1), min(first + count - 1 + SNIPPET, len(lines))
+    return "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(lo, hi + 1))
+
+
+def _cap(text: str, limit: int, hint: str) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… [output cut: {len(text) - limit} more characters; {hint}]"

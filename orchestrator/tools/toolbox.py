@@ -1,0 +1,75 @@
+"""A role's tools: their definitions for the Messages API and the executor for tool calls.
+
+`tool_definitions(role)` lists what the model is offered, in a fixed order (editor, search,
+bash) so the request prefix stays byte-identical across visits and the provider can cache it.
+`ToolBox.run(name, input)` carries out one `tool_use` block and returns `(text, is_error)` for
+the `tool_result`; it never raises for anything the model did wrong, and it refuses tools the
+role was not given even if the model names them. Credential values are scrubbed from every
+result, so a file that happens to hold the key cannot leak it into the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..spec.models import Role
+from . import editor, search, shell
+from .workspace import Workspace
+
+
+def tool_definitions(role: Role | Iterable[str]) -> list[dict[str, Any]]:
+    sets = set(role.tools if isinstance(role, Role) else role)
+    defs: list[dict[str, Any]] = []
+    if sets & {"read", "edit"}:
+        defs.append(editor.definition())
+        defs.append(search.definition())
+    if "shell" in sets:
+        defs.append(shell.definition())
+    return defs
+
+
+class ToolBox:
+    def __init__(
+        self,
+        workspace: Path | str | Workspace,
+        tool_sets: Iterable[str],
+        *,
+        shell_timeout: float = shell.DEFAULT_TIMEOUT,
+        max_output: int = shell.MAX_OUTPUT,
+        secrets: tuple[str, ...] = (),
+    ):
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self.tool_sets = frozenset(tool_sets)
+        self.secrets = tuple(shell.secret_values(extra=secrets))
+        self.editor = editor.TextEditor(self.workspace, can_edit="edit" in self.tool_sets)
+        self.shell = shell.Shell(
+            self.workspace, timeout=shell_timeout, max_output=max_output, extra_secrets=secrets
+        )
+
+    @property
+    def names(self) -> list[str]:
+        return [d["name"] for d in tool_definitions(self.tool_sets)]
+
+    async def run(self, name: str, args: Any) -> tuple[str, bool]:
+        if name not in self.names:
+            offered = ", ".join(self.names) or "none"
+            return f"tool {name!r} is not available to this role (available: {offered})", True
+        if not isinstance(args, dict):
+            return "the tool input must be a JSON object", True
+        try:
+            if name == editor.TOOL_NAME:
+                text, is_error = self.editor.run(args)
+            elif name == search.TOOL_NAME:
+                text, is_error = search.search(self.workspace, args)
+            else:
+                text, is_error = await self.shell.run(args)
+        except Exception as exc:  # a tool bug or odd input must not end the step
+            text, is_error = f"the {name} tool failed: {type(exc).__name__}: {exc}", True
+        return self.scrub(text), is_error
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
