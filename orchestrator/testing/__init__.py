@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..actors.scripted import ScriptedActor
 from ..engine import AttemptRejected, StepCommitted, StepStarted
@@ -18,6 +18,20 @@ from ..runner import RunOptions, advance, start_thread
 from ..spec.loader import load_graph
 from ..spec.models import Graph
 from ..store.memory import MemoryStore
+from .asserts import (
+    assert_path,
+    assert_prompt,
+    assert_same_route,
+    assert_state,
+    assert_statuses,
+    describe_trace,
+    recording_files,
+    recordings,
+)
+
+if TYPE_CHECKING:
+    from ..recording import Recording
+    from ..replay import ReplayReport
 
 
 @dataclass(frozen=True)
@@ -150,4 +164,28 @@ def reply(status: str | None = None, body: str = "", **fields: Any) -> str:
     return f"---\n{front}---\n{body}"
 
 
-__all__ = ["Trace", "TraceStep", "reply", "resume", "simulate", "trace_from_store"]
+def replay(graph: Graph | str | Path, recording: Recording | str | Path) -> ReplayReport:
+    """Replay a recording through a graph (`orchestrator.replay.replay_recording`): the report
+    says "same route" or gives the first divergence; `.trace` is the replayed thread."""
+    from ..replay import replay_recording
+
+    return replay_recording(graph, recording)
+
+
+__all__ = [
+    "Trace",
+    "TraceStep",
+    "assert_path",
+    "assert_prompt",
+    "assert_same_route",
+    "assert_state",
+    "assert_statuses",
+    "describe_trace",
+    "recording_files",
+    "recordings",
+    "replay",
+    "reply",
+    "resume",
+    "simulate",
+    "trace_from_store",
+]
