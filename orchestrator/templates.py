@@ -91,11 +91,16 @@ def check_syntax(template: str) -> None:
 
 
 class _JsonList(list):  # type: ignore[type-arg]
+    # chevron renders a falsy value as "" unless it carries this flag: `[]` must print as JSON.
+    _CHEVRON_return_scope_when_falsy = True
+
     def __str__(self) -> str:
         return json.dumps(_plain(self), ensure_ascii=False, default=str)
 
 
 class _JsonDict(dict):  # type: ignore[type-arg]
+    _CHEVRON_return_scope_when_falsy = True
+
     def __str__(self) -> str:
         return json.dumps(_plain(self), ensure_ascii=False, default=str)
 

@@ -20,6 +20,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 
+from .metaschema import check_schema
 from .models import SINGLE_EXIT, SUSPEND
 
 STATUS_KEY = "$status"
@@ -96,7 +97,7 @@ def derive_contract(schema: Any) -> Contract:
             {}, False, (ContractIssue("bad-type", "frontmatter must be a JSON Schema object"),)
         )
     try:
-        validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
+        check_schema(schema)  # a fast path for plain schemas, else the full metaschema
     except SchemaError as exc:
         where = tuple(exc.path) if exc.path else ()
         issues.append(

@@ -1,0 +1,13 @@
+"""`orchestrator schema`: print the JSON Schema of the graph file format, for editors."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of graph files (docs/graph.schema.json holds a copy)."""
+    from ..spec.schema import graph_schema_text
+
+    click.echo(graph_schema_text(), nl=False)

@@ -1,0 +1,163 @@
+"""`orchestrator validate [PATH...] [--format text|json]`: check graph and role files.
+
+Each PATH is a graph file, a role file (`roles/NAME.yaml` or `.md`) or a folder: `graphs/` holds
+graphs, `roles/` holds role files, and any other folder is searched for YAML files with a top-level
+`graph:` key (and for `graphs/` and `roles/` folders inside it). Without PATHs, `./graphs` and
+`./roles` are checked.
+
+Exit codes: 0 clean or warnings only, 1 any error, 2 a path that does not exist or cannot be read,
+or nothing to check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from ..problems import Problem
+
+GRAPH_SUFFIXES = (".yaml", ".yml")
+ROLE_SUFFIXES = (".yaml", ".yml", ".md")
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
+GRAPH_KEY = re.compile(r"^graph[ \t]*:", re.MULTILINE)
+ROLE_KEY = re.compile(r"^frontmatter[ \t]*:", re.MULTILINE)
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help='text: one problem per line, compiler style; json: {"problems": [...]}.',
+)
+def validate(paths: tuple[Path, ...], fmt: str) -> None:
+    """Check graph and role files (default: ./graphs and ./roles)."""
+    problems, checked = run_validate(list(paths))
+    if fmt == "json":
+        click.echo(json.dumps({"problems": [p.to_dict() for p in problems]}, indent=2))
+    else:
+        for problem in problems:
+            click.echo(problem.format())
+        click.echo(summary(problems, checked))
+    click.get_current_context().exit(exit_code(problems))
+
+
+def run_validate(paths: list[Path]) -> tuple[list[Problem], int]:
+    """All problems in the given paths (or the defaults) and how many files were checked."""
+    problems: list[Problem] = []
+    files: list[tuple[Path, str]] = []
+    if not paths:
+        defaults = [p for p in (Path("graphs"), Path("roles")) if p.is_dir()]
+        if not defaults:
+            return [_nothing("no ./graphs or ./roles folder here; name a file or folder")], 0
+        paths = defaults
+    for path in paths:
+        try:
+            if not path.exists():
+                problems.append(_unreadable(path, "no such file or folder"))
+                continue
+            found = list(discover(path))
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop of links
+            problems.append(_unreadable(path, str(exc)))
+            continue
+        if not found:
+            problems.append(_nothing(f"no graph or role files found in {path}", path))
+        files.extend(found)
+    seen: set[Path] = set()
+    for file, kind in files:
+        if file.absolute() in seen:
+            continue
+        seen.add(file.absolute())
+        problems.extend(check_file(file, kind))
+    return sorted(set(problems)), len(seen)
+
+
+def check_file(path: Path, kind: str) -> list[Problem]:
+    """Problems in one file; an unexpected failure becomes an internal-error problem."""
+    from ..lint import internal_error, lint_graph_file, lint_role_file
+
+    try:
+        return lint_role_file(path) if kind == "role" else lint_graph_file(path)
+    except Exception as exc:
+        return [internal_error(str(path), exc)]
+
+
+def discover(path: Path) -> Iterator[tuple[Path, str]]:
+    """The files under a path, each with its kind: "graph" or "role"."""
+    if path.is_file():
+        yield path, _file_kind(path)
+    elif path.is_dir():
+        yield from _folder(path)
+
+
+def _file_kind(path: Path) -> str:
+    if path.suffix == ".md" or path.parent.name == "roles":
+        return "role"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "graph"  # the loader reports why it cannot be read
+    if not GRAPH_KEY.search(text) and ROLE_KEY.search(text):
+        return "role"
+    return "graph"
+
+
+def _folder(folder: Path) -> Iterator[tuple[Path, str]]:
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return
+    if folder.name == "graphs":
+        yield from ((p, "graph") for p in entries if p.is_file() and p.suffix in GRAPH_SUFFIXES)
+        return
+    if folder.name == "roles":
+        yield from ((p, "role") for p in entries if p.is_file() and p.suffix in ROLE_SUFFIXES)
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+            continue
+        if entry.is_dir():
+            yield from _folder(entry)
+        elif entry.suffix in GRAPH_SUFFIXES and _has_graph_key(entry):
+            yield entry, "graph"
+
+
+def _has_graph_key(path: Path) -> bool:
+    try:
+        return bool(GRAPH_KEY.search(path.read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        return False
+
+
+def _unreadable(path: Path, reason: str) -> Problem:
+    return Problem(str(path), 1, 1, "unreadable", "error", f"cannot read {path}: {reason}")
+
+
+def _nothing(message: str, path: Path | None = None) -> Problem:
+    return Problem(str(path or "."), 1, 1, "unreadable", "error", message)
+
+
+def exit_code(problems: list[Problem]) -> int:
+    if any(p.code == "unreadable" for p in problems):
+        return 2
+    return 1 if any(p.severity == "error" for p in problems) else 0
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary(problems: list[Problem], checked: int) -> str:
+    """One line: `2 errors, 1 warning in 3 files` or `ok: 3 files, no problems`."""
+    if not problems:
+        return f"ok: {_count(checked, 'file')}, no problems"
+    errors = sum(p.severity == "error" for p in problems)
+    warnings = len(problems) - errors
+    return f"{_count(errors, 'error')}, {_count(warnings, 'warning')} in {_count(checked, 'file')}"

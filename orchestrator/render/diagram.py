@@ -1,0 +1,170 @@
+"""A graph as a Mermaid flowchart or a Graphviz DOT digraph, optionally with a thread's path.
+
+Every edge is drawn with its status as the label (`_` for a single exit), from `$START` and into
+`$END`, which are drawn as rounded terminals. Edges into names that are not roles are drawn too,
+dashed, so a diagram of a broken graph shows the mistake. When a thread's taken path is given,
+the edges it took are drawn thick and red with how often they were taken, and the roles it
+visited are shaded.
+
+Names and labels are escaped for each format: Mermaid gets entity codes (`#quot;`) and node ids
+of its own (`n0`, `n1`, ...) because role names may hold characters Mermaid ids cannot; DOT gets
+backslash escapes inside double-quoted ids.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..spec.models import END, START, Graph
+
+EdgeKey = tuple[str, str, str]  # (source, status, target)
+
+TAKEN_COLOUR = "#d62728"
+VISITED_FILL = "#fde2e1"
+
+
+@dataclass(frozen=True)
+class Taken:
+    """The edges a thread took, in order, and how many times each."""
+
+    edges: tuple[EdgeKey, ...] = ()
+    counts: Mapping[EdgeKey, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_edges(cls, edges: Iterable[EdgeKey]) -> Taken:
+        ordered = tuple(edges)
+        return cls(ordered, dict(Counter(ordered)))
+
+    def count(self, edge: EdgeKey) -> int:
+        return self.counts.get(edge, 0) or self.edges.count(edge)
+
+    @property
+    def visited(self) -> set[str]:
+        return {name for source, _, target in self.edges for name in (source, target)}
+
+
+TakenLike = Taken | Iterable[EdgeKey] | None
+
+
+def as_taken(taken: TakenLike) -> Taken | None:
+    """Accept a `Taken` or a plain list of (source, status, target) triples."""
+    if taken is None or isinstance(taken, Taken):
+        return taken
+    return Taken.from_edges(taken)
+
+
+def edges_of(graph: Graph) -> list[EdgeKey]:
+    """Every edge of the graph as (source, status, target), in file order."""
+    return [
+        (source, status, edge.role)
+        for source, edges in graph.graph.items()
+        for status, edge in edges.items()
+    ]
+
+
+def nodes_of(graph: Graph) -> list[str]:
+    """$START, the roles (declared or only referred to), then $END."""
+    names: list[str] = [START]
+    for name in [*graph.roles, *graph.graph]:
+        if name not in names and name not in (START, END):
+            names.append(name)
+    for _, _, target in edges_of(graph):
+        if target not in names and target != END:
+            names.append(target)
+    return [*names, END]
+
+
+def _label(status: str, count: int) -> str:
+    return f"{status} ×{count}" if count > 1 else status
+
+
+# --------------------------------------------------------------------------- Mermaid
+
+
+def mermaid_text(text: str) -> str:
+    """Text safe inside a quoted Mermaid label: entity codes for what Mermaid would parse."""
+    out = text.replace("#", "#35;")
+    for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;")):
+        out = out.replace(char, code)
+    return out.replace("\n", " ")
+
+
+def to_mermaid(graph: Graph, taken: TakenLike = None) -> str:
+    """A Mermaid flowchart of the graph; the taken path, if given, is highlighted."""
+    path = as_taken(taken)
+    names = nodes_of(graph)
+    ids = {name: f"n{i}" for i, name in enumerate(names)}
+    lines = ["flowchart TD"]
+    for name in names:
+        label = mermaid_text(name)
+        shape = f'(["{label}"])' if name in (START, END) else f'["{label}"]'
+        lines.append(f"    {ids[name]}{shape}")
+    highlighted: list[int] = []
+    dashed: list[int] = []
+    for index, (source, status, target) in enumerate(edges_of(graph)):
+        count = path.count((source, status, target)) if path else 0
+        label = mermaid_text(_label(status, count))
+        lines.append(f'    {ids[source]} -->|"{label}"| {ids[target]}')
+        if count:
+            highlighted.append(index)
+        if target != END and target not in graph.roles:
+            dashed.append(index)
+    for name in names:
+        if name not in (START, END) and name not in graph.roles:
+            lines.append(f"    style {ids[name]} stroke-dasharray: 4 4")
+    if dashed:
+        lines.append(f"    linkStyle {','.join(map(str, dashed))} stroke-dasharray: 4 4")
+    if path is not None:
+        visited = [ids[n] for n in names if n in path.visited]
+        lines.append(f"    classDef visited fill:{VISITED_FILL},stroke:{TAKEN_COLOUR}")
+        if visited:
+            lines.append(f"    class {','.join(visited)} visited")
+        if highlighted:
+            lines.append(
+                f"    linkStyle {','.join(map(str, highlighted))} "
+                f"stroke:{TAKEN_COLOUR},stroke-width:3px"
+            )
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- DOT
+
+
+def dot_id(text: str) -> str:
+    """A double-quoted DOT id."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def to_dot(graph: Graph, taken: TakenLike = None) -> str:
+    """A Graphviz digraph of the graph; the taken path, if given, is highlighted."""
+    path = as_taken(taken)
+    lines = [
+        f"digraph {dot_id(graph.name)} {{",
+        "    rankdir=TB;",
+        '    node [shape=box, style="rounded"];',
+    ]
+    for name in nodes_of(graph):
+        attrs: list[str] = ["shape=oval"] if name in (START, END) else []
+        style = ["rounded"]
+        if name not in (START, END, *graph.roles):
+            style.append("dashed")  # not a role: the edge into it is a mistake
+        if path is not None and name in path.visited:
+            style.append("filled")
+            attrs.append(f'fillcolor="{VISITED_FILL}"')
+        if len(style) > 1:
+            attrs.append(f'style="{",".join(style)}"')
+        suffix = f" [{', '.join(attrs)}]" if attrs else ""
+        lines.append(f"    {dot_id(name)}{suffix};")
+    for source, status, target in edges_of(graph):
+        count = path.count((source, status, target)) if path else 0
+        attrs = [f"label={dot_id(_label(status, count))}"]
+        if count:
+            attrs += [f'color="{TAKEN_COLOUR}"', f'fontcolor="{TAKEN_COLOUR}"', "penwidth=3"]
+        if target != END and target not in graph.roles:
+            attrs.append("style=dashed")
+        lines.append(f"    {dot_id(source)} -> {dot_id(target)} [{', '.join(attrs)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

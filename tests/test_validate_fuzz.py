@@ -1,0 +1,416 @@
+"""No input makes `orchestrator validate` print a traceback.
+
+Hypothesis mutates valid graph files (deletes keys, changes types, renames statuses, corrupts
+templates, inserts random YAML) and writes random text and bytes, then runs the real command.
+Every run must end with parseable output, an exit code that matches the problems it printed, and
+no internal-error; every mutation known to break a graph must be reported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from orchestrator.cli import cli
+
+CASES = Path(__file__).parent / "lint_cases"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "uwf"
+
+SMALL = """
+name: fuzz
+description: a small graph to break
+inputs: { type: object, properties: { issue: { type: string } }, required: [issue] }
+roles:
+  planner:
+    description: plans
+    goal: You plan.
+    frontmatter:
+      oneOf:
+        - { properties: { $status: { const: ready }, plan: { type: string } }, required: [$status, plan] }
+        - { properties: { $status: { const: stuck }, why: { type: string } }, required: [$status, why] }
+  doer:
+    description: does
+    goal: You do.
+    frontmatter: { type: object, properties: { result: { type: array } }, required: [result] }
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan {{{$inputs.issue}}}" }
+  planner:
+    ready: { role: doer, prompt: "Do {{{plan}}}", location: "w/{{{$thread.id}}}" }
+    stuck: { role: $END, prompt: "Stuck: {{{why}}}" }
+  doer:
+    _: { role: $END, prompt: "{{#result}}- {{{.}}}\\n{{/result}} after {{{$steps.planner.plan}}}" }
+"""
+
+
+def _bases() -> list[dict[str, Any]]:
+    texts = [SMALL, (CASES / "clean-reference.yaml").read_text(encoding="utf-8")]
+    for name in ("examples/debate.yaml", "examples/solve-issue.yaml"):
+        if (CORPUS / name).is_file():
+            texts.append((CORPUS / name).read_text(encoding="utf-8"))
+    return [yaml.safe_load(text) for text in texts]
+
+
+BASES = _bases()
+FUZZ = settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+# Random YAML values: scalars, lists and mappings, a few levels deep.
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**12),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.sampled_from(["$END", "$START", "$SUSPEND", "_", "{{#x}}", "{{{plan}}}", "yes", "~"]),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+TEMPLATE_TEXT = st.text(alphabet="{}#^/&!=.$ab_ \n>", max_size=30)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside the data."""
+    found: list[tuple[Any, ...]] = []
+    children: list[tuple[Any, Any]] = []
+    if isinstance(node, dict):
+        children = list(node.items())
+    elif isinstance(node, list):
+        children = list(enumerate(node))
+    for key, child in children:
+        found.append((*prefix, key))
+        found.extend(_paths(child, (*prefix, key)))
+    return found
+
+
+def _parent(data: Any, path: tuple[Any, ...]) -> Any:
+    for key in path[:-1]:
+        data = data[key]
+    return data
+
+
+def _copy(data: Any) -> Any:
+    return json.loads(json.dumps(data))
+
+
+def _prompts(data: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (source, status)
+        for source, edges in data["graph"].items()
+        for status, edge in edges.items()
+        if isinstance(edge, dict) and "prompt" in edge
+    ]
+
+
+def validate(path: Path, fmt: str = "json") -> tuple[int, list[dict[str, Any]]]:
+    """Run the real command; check it ended cleanly and its exit code matches its problems."""
+    result = CliRunner().invoke(cli, ["validate", str(path), "--format", fmt])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"validate raised on {path}") from result.exception
+    assert "Traceback" not in result.output
+    if fmt == "json":
+        problems: list[dict[str, Any]] = json.loads(result.output)["problems"]
+    else:
+        problems = [
+            {
+                "code": line.split("[")[1].split("]")[0],
+                "severity": line.split(": ")[1].split("[")[0],
+            }
+            for line in result.output.splitlines()
+            if "]: " in line and not line.startswith("    hint:")
+        ]
+    codes = {p["code"] for p in problems}
+    assert "internal-error" not in codes, problems
+    if "unreadable" in codes:
+        assert result.exit_code == 2
+    elif any(p["severity"] == "error" for p in problems):
+        assert result.exit_code == 1
+    else:
+        assert result.exit_code == 0
+    if fmt == "json":
+        assert all(p["line"] >= 1 and p["column"] >= 1 for p in problems)
+    return result.exit_code, problems
+
+
+def write_data(folder: Path, data: Any) -> Path:
+    path = folder / "fuzz.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+def _rename(data: dict[str, Any]) -> None:
+    """Name the graph after the file, so name-mismatch does not mask the mutation."""
+    if isinstance(data, dict) and isinstance(data.get("name"), str):
+        data["name"] = "fuzz"
+
+
+def test_the_unmutated_bases_are_clean(folder: Path) -> None:
+    for base in BASES:
+        data = _copy(base)
+        _rename(data)
+        code, problems = validate(write_data(folder, data))
+        assert [p for p in problems if p["severity"] == "error"] == []
+
+
+# --------------------------------------------------------------------------- breaking mutations
+
+REQUIRED = [("name",), ("description",), ("roles",), ("graph",)]
+
+
+@FUZZ
+@given(base=st.sampled_from(BASES), data=st.data())
+def test_deleting_a_required_key_is_reported(
+    folder: Path, base: dict[str, Any], data: st.DataObject
+) -> None:
+    graph = _copy(base)
+    _rename(graph)
+    roles = list(graph["roles"])
+    edges = _prompts(graph)
+    choices = [*REQUIRED]
+    choices += [("roles", r, f) for r in roles for f in ("goal", "frontmatter", "description")]
+    choices += [("graph", s, st_, f) for s, st_ in edges for f in ("role", "prompt")]
+    path = data.draw(st.sampled_from(choices))
+    del _parent(graph, path)[path[-1]]
+    code, problems = validate(
+        write_data(folder, graph), data.draw(st.sampled_from(["json", "text"]))
+    )
+    assert code == 1 and problems
+
+
+@FUZZ
+@given(base=st.sampled_from(BASES), data=st.data())
+def test_a_wrong_type_is_reported(folder: Path, base: dict[str, Any], data: st.DataObject) -> None:
+    graph = _copy(base)
+    _rename(graph)
+    targets = [("description",), ("roles",), ("graph",)]
+    targets += [("roles", r, "goal") for r in graph["roles"]]
+    targets += [("graph", s, st_, "prompt") for s, st_ in _prompts(graph)]
+    path = data.draw(st.sampled_from(targets))
+    value = data.draw(st.one_of(st.integers(), st.lists(st.integers(), max_size=2), st.none()))
+    _parent(graph, path)[path[-1]] = value
+    code, problems = validate(write_data(folder, graph))
+    assert code == 1 and problems
+
+
+@FUZZ
+@given(base=st.sampled_from(BASES), data=st.data())
+def test_renaming_a_status_edge_is_reported(
+    folder: Path, base: dict[str, Any], data: st.DataObject
+) -> None:
+    graph = _copy(base)
+    _rename(graph)
+    source, status = data.draw(st.sampled_from([e for e in _prompts(graph) if e[0] != "$START"]))
+    new = data.draw(st.text(alphabet="abcdefgxyz_$", min_size=1, max_size=8))
+    edges = graph["graph"][source]
+    if new in edges:
+        return
+    edges[new] = edges.pop(status)
+    code, problems = validate(write_data(folder, graph))
+    assert code == 1
+    assert {"unknown-status-edge", "missing-status-edge"} & {p["code"] for p in problems}
+
+
+@FUZZ
+@given(base=st.sampled_from(BASES), data=st.data())
+def test_a_broken_template_is_reported(
+    folder: Path, base: dict[str, Any], data: st.DataObject
+) -> None:
+    graph = _copy(base)
+    _rename(graph)
+    source, status = data.draw(st.sampled_from(_prompts(graph)))
+    edge = graph["graph"][source][status]
+    breakage = data.draw(
+        st.sampled_from(["{{#open}}", "{{/close}}", "{{{x}}", "{{>p}}", "{{}}", "{{nope_var}}"])
+    )
+    # at either end: inside a tag or a section over a list, a "breakage" may be valid Mustache
+    position = data.draw(st.sampled_from([0, len(edge["prompt"])]))
+    edge["prompt"] = edge["prompt"][:position] + breakage + edge["prompt"][position:]
+    code, problems = validate(write_data(folder, graph))
+    assert code == 1
+    assert {"template-syntax", "template-var"} & {p["code"] for p in problems}
+
+
+# --------------------------------------------------------------------------- anything at all
+
+
+@FUZZ
+@given(base=st.sampled_from(BASES), data=st.data())
+def test_random_yaml_anywhere_never_crashes(
+    folder: Path, base: dict[str, Any], data: st.DataObject
+) -> None:
+    graph = _copy(base)
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = _paths(graph)
+        if not paths:
+            break
+        path = data.draw(st.sampled_from(paths))
+        action = data.draw(st.sampled_from(["replace", "delete", "add", "template"]))
+        parent = _parent(graph, path)
+        if action == "replace":
+            parent[path[-1]] = data.draw(VALUES)
+        elif action == "delete":
+            del parent[path[-1]]
+        elif action == "add" and isinstance(parent, dict):
+            parent[data.draw(st.text(max_size=10))] = data.draw(VALUES)
+        elif action == "template" and isinstance(parent, dict):
+            parent[path[-1]] = data.draw(TEMPLATE_TEXT)
+    validate(write_data(folder, graph), data.draw(st.sampled_from(["json", "text"])))
+
+
+@FUZZ
+@given(text=st.text(max_size=200))
+def test_random_text_is_reported(folder: Path, text: str) -> None:
+    path = folder / "text.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, problems = validate(path)
+    assert code in (1, 2) and problems
+
+
+@FUZZ
+@given(blob=st.binary(max_size=200))
+def test_random_bytes_are_reported(folder: Path, blob: bytes) -> None:
+    path = folder / "blob.yaml"
+    path.write_bytes(blob)
+    code, problems = validate(path)
+    assert code in (1, 2) and problems
+
+
+@FUZZ
+@given(text=st.text(max_size=200), fields=VALUES)
+def test_random_role_files_never_crash(folder: Path, text: str, fields: Any) -> None:
+    roles = folder / "roles"
+    roles.mkdir(exist_ok=True)
+    (roles / "a.md").write_text(f"---\n{text}\n---\nbody\n", encoding="utf-8")
+    (roles / "b.yaml").write_text(yaml.safe_dump(fields), encoding="utf-8")
+    (roles / "c.md").write_text(
+        "---\n"
+        + yaml.safe_dump({"description": "d", "goal": "g", "frontmatter": fields})
+        + "---\n",
+        encoding="utf-8",
+    )
+    validate(roles)
+
+
+# --------------------------------------------------------------------------- real processes
+
+
+def test_real_command_on_a_folder_of_broken_files(tmp_path: Path) -> None:
+    broken = {
+        "syntax.yaml": "graph: {a: [\n",
+        "null.yaml": "graph:\n",
+        "list.yaml": "graph:\n- 1\n",
+        "types.yaml": "name: 12\ndescription: [x]\nroles: 3\ngraph: {$START: 4}\n",
+        "template.yaml": SMALL.replace("Do {{{plan}}}", "Do {{#plan}}"),
+        "blob.yaml": None,
+    }
+    for name, text in broken.items():
+        if text is None:
+            (tmp_path / name).write_bytes(b"graph: \xff\xfe\x00\x81")
+        else:
+            (tmp_path / name).write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "validate", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2  # blob.yaml is not UTF-8
+    assert "Traceback" not in done.stdout + done.stderr
+    for name in broken:
+        assert name in done.stdout
+    assert done.stdout.splitlines()[-1].endswith("in 6 files")
+
+
+# --------------------------------------------------------------------------- the schema fast path
+
+
+def _schemas() -> st.SearchStrategy[Any]:
+    """JSON Schemas built from the keywords the fast path knows: mostly well-formed, so that the
+    fast path vouches for many, with a few malformed values mixed in."""
+    from orchestrator.spec.metaschema import KEYWORDS
+
+    names = st.text(alphabet="ab$_", min_size=1, max_size=4)
+    good_types = st.sampled_from(["string", "integer", "object", "array", "null", "boolean"])
+    bad = st.one_of(SCALARS, st.lists(SCALARS, max_size=2))
+
+    def mostly(good: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return st.one_of(*[good] * 12, bad)  # one_of picks a branch evenly
+
+    def node(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        good_for: dict[str, st.SearchStrategy[Any]] = {
+            "type": st.one_of(good_types, st.lists(good_types, min_size=1, max_size=3)),
+            "properties": st.dictionaries(names, inner, max_size=3),
+            "$defs": st.dictionaries(names, inner, max_size=2),
+            "dependentSchemas": st.dictionaries(names, inner, max_size=2),
+            "required": st.lists(names, max_size=3),
+            "enum": st.lists(SCALARS, max_size=3),
+            "examples": st.lists(SCALARS, max_size=2),
+            "const": SCALARS,
+            "default": SCALARS,
+            "pattern": st.sampled_from(["^a", "(", "[a-z]+"]),
+            "$ref": st.sampled_from(["#", "#/$defs/x"]),
+        }
+        for keyword in ("oneOf", "anyOf", "allOf", "prefixItems"):
+            good_for[keyword] = st.lists(inner, min_size=0, max_size=3)
+        for keyword in ("title", "description", "$comment", "format"):
+            good_for[keyword] = st.text(max_size=5)
+        for keyword in ("deprecated", "readOnly", "writeOnly", "uniqueItems"):
+            good_for[keyword] = st.booleans()
+        for keyword in KEYWORDS:
+            if keyword.startswith(("min", "max")):
+                good_for[keyword] = st.one_of(st.integers(0, 5), st.floats(0, 5))
+            elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                good_for[keyword] = st.one_of(st.integers(-5, 5), st.floats(-5, 5))
+            elif keyword == "multipleOf":
+                good_for[keyword] = st.one_of(st.integers(-1, 3), st.floats(-1, 3))
+            good_for.setdefault(keyword, inner)
+        keywords = st.lists(st.sampled_from(sorted(good_for)), max_size=3, unique=True)
+        return st.booleans() | keywords.flatmap(
+            lambda keys: st.fixed_dictionaries({k: mostly(good_for[k]) for k in keys})
+        )
+
+    return st.recursive(st.booleans() | st.just({}), node, max_leaves=10)
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_schemas())
+def test_the_schema_fast_path_agrees_with_the_metaschema(schema: Any) -> None:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    from orchestrator.spec.metaschema import _surely_valid, check_schema
+
+    try:
+        Draft202012Validator.check_schema(schema)
+        valid = True
+    except SchemaError:
+        valid = False
+    if _surely_valid(schema, 0):
+        assert valid, schema
+    try:
+        check_schema(schema)
+        assert valid
+    except SchemaError:
+        assert not valid
