@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.lint import lint, lint_graph_file
+from orchestrator.linter import lint, lint_graph_file
 from orchestrator.spec.loader import build_graph, parse_yaml_file
 
 

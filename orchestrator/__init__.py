@@ -24,7 +24,7 @@ _EXPORTS = {
     "Graph": "orchestrator.spec.models",
     "GraphError": "orchestrator.problems",
     "Problem": "orchestrator.problems",
-    "lint": "orchestrator.lint",
+    "lint": "orchestrator.linter",
     "extract_output": "orchestrator.extract",
     "ExtractError": "orchestrator.extract",
     "Output": "orchestrator.extract",
@@ -33,7 +33,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from orchestrator.extract import ExtractError, Output, extract_output
-    from orchestrator.lint import lint
+    from orchestrator.linter import lint
     from orchestrator.problems import GraphError, Problem
     from orchestrator.runner import run_thread
     from orchestrator.spec.loader import load_graph

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from orchestrator.cli import cli
-from orchestrator.lint import lint
+from orchestrator.linter import lint
 from orchestrator.spec.loader import load_graph
 from orchestrator.spec.schema import graph_schema
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import orchestrator
-from orchestrator.lint import CODES, lint, lint_graph_file, lint_role_file
+from orchestrator.linter import CODES, lint, lint_graph_file, lint_role_file
 from orchestrator.problems import Problem
 from orchestrator.spec.loader import load_graph
 
@@ -728,7 +728,7 @@ def test_a_role_file_that_extends_another_is_resolved_like_in_a_graph(tmp_path: 
 def test_a_linter_bug_becomes_an_internal_error_and_other_checks_still_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import orchestrator.lint as lint_module
+    import orchestrator.linter as lint_module
 
     def broken(template: str) -> list[object]:
         raise RuntimeError("boom")

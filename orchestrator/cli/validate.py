@@ -81,7 +81,7 @@ def run_validate(paths: list[Path]) -> tuple[list[Problem], int]:
 
 def check_file(path: Path, kind: str) -> list[Problem]:
     """Problems in one file; an unexpected failure becomes an internal-error problem."""
-    from ..lint import internal_error, lint_graph_file, lint_role_file
+    from ..linter import internal_error, lint_graph_file, lint_role_file
 
     try:
         return lint_role_file(path) if kind == "role" else lint_graph_file(path)

@@ -2,7 +2,7 @@
 
 `load_graph` returns a `Graph` or raises `GraphError` with every structural problem found (YAML
 syntax, unknown keys with did-you-mean hints, missing fields, wrong types, unknown `extends`),
-each pointing at a file, line and column. Semantic checks live in `orchestrator.lint`.
+each pointing at a file, line and column. Semantic checks live in `orchestrator.linter`.
 """
 
 from __future__ import annotations
@@ -228,7 +228,13 @@ def _strip_union_tags(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
     path: list[str | int] = []
     node = data
     for i, part in enumerate(loc):
-        if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if (
+            isinstance(node, dict)
+            and part in node
+            or isinstance(node, list)
+            and isinstance(part, int)
+            and 0 <= part < len(node)
+        ):
             node = node[part]
             path.append(part)
         elif i == len(loc) - 1 and isinstance(part, str | int) and not _is_tag(part):

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import sys
-import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1097,22 +1095,3 @@ def _tag_spots(template: str, uses: list[VarUse]) -> list[tuple[int, int]]:
         if match.group(2) not in ("/", "!", "=", ">"):
             spots.append((line, start - line_start + 1))
     return spots if len(spots) == len(uses) else fallback
-
-
-# --------------------------------------------------------------------------- `orchestrator.lint`
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as `lint(graph)`.
-
-    `from orchestrator import lint` is the public API (FORMAT 10). Once anything imports the
-    submodule `orchestrator.lint`, Python binds the package attribute `lint` to this module,
-    hiding the function that `orchestrator.__getattr__` would return; being callable keeps
-    `orchestrator.lint(graph)` working either way.
-    """
-
-    def __call__(self, graph: Graph) -> list[Problem]:
-        return lint(graph)
-
-
-sys.modules[__name__].__class__ = _CallableModule
