@@ -1,0 +1,266 @@
+"""The live terminal view of a running thread (rich), used by `run` and `threads resume`.
+
+What a person watching a terminal sees:
+
+    ✓ step 1  planner    → ready                    8.2s · 6,120 tok · $0.0231 · 4 tool calls
+    ↺ step 3  reviewer   → rejected, back to developer   5.1s · 3,410 tok · $0.0102
+    ⠹ step 4  developer  0:12   │  thread 0:41 · 18,230 tok · $0.0712
+
+Above, one line per finished step (its status, and "back to ROLE" when the edge it takes sends
+the work back: a back edge of the graph, found by a depth-first walk from `$START`), plus a line for each repair, suspension, resume and completion; these
+stay in the scrollback. Below, one status line redrawn a few times a second while a step runs:
+the current step and role, how long it has run, and the thread's elapsed time, tokens and cost
+so far. Tokens and cost grow when a step finishes (the provider reports usage per call).
+
+The view only reads events; it never changes the thread. While a person answers for a human
+role on this terminal, the status line is taken down so the questions are not drawn over.
+rich is imported when a view is made, not when this module is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..engine import (
+    AttemptRejected,
+    HumanWaiting,
+    StepCommitted,
+    StepStarted,
+    ThreadCompleted,
+    ThreadResumed,
+    ThreadState,
+    ThreadSuspended,
+)
+from ..spec.models import END, START
+from ..store.base import StoredEvent
+from .display import describe, money, tokens
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
+
+def live_possible(stream: Any = None) -> bool:
+    """True when stderr is an interactive terminal that can redraw a line."""
+    stream = sys.stderr if stream is None else stream
+    try:
+        tty = bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+    return tty and os.environ.get("TERM", "") != "dumb"
+
+
+def clock_text(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def back_edges(graph: Any) -> set[tuple[str, str]]:
+    """(role, status) of the edges that send work back: back edges of a walk from $START.
+
+    Edges are followed in file order, so for a graph written in the order work flows (planner,
+    developer, reviewer, tester) the loops are exactly the edges that return to an earlier role.
+    """
+    found: set[tuple[str, str]] = set()
+    done: set[str] = set()
+    on_path: set[str] = set()
+
+    def walk(node: str) -> None:
+        on_path.add(node)
+        for status, edge in graph.graph.get(node, {}).items():
+            target = edge.role
+            if target in on_path:
+                found.add((node, status))
+            elif target not in done and target != END:
+                walk(target)
+        on_path.discard(node)
+        done.add(node)
+
+    walk(START)
+    return found
+
+
+class LiveView:
+    """An `on_event` callback and a context manager that keeps a rich Live display up."""
+
+    def __init__(
+        self,
+        graph: Any,
+        thread_id: str,
+        *,
+        console: Console | None = None,
+        interactive: bool = False,
+        tokens_before: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+        refresh_per_second: float = 4,
+    ):
+        from rich.console import Console
+
+        self.graph = graph
+        self.thread_id = thread_id
+        self.console = console if console is not None else Console(stderr=True)
+        self.interactive = interactive
+        self.clock = clock
+        self.refresh_per_second = refresh_per_second
+        self.started = clock()
+        self.tokens = tokens_before
+        self.cost = 0.0
+        self.step: int | None = None
+        self.role: str | None = None
+        self.step_started = self.started
+        self.repairs = 0
+        self.paused = False
+        self._live: Live | None = None
+        self._spinner: Any = None
+        self.loops = back_edges(graph) if graph is not None else set()
+
+    @classmethod
+    def for_thread(
+        cls, graph: Any, store: Any, thread_id: str, *, interactive: bool = False
+    ) -> LiveView:
+        """A view that counts the tokens a resumed thread had already used."""
+        try:
+            row = store.thread(thread_id)
+            before = int(row.input_tokens) + int(row.output_tokens)
+        except Exception:  # a store without summary rows: count from zero
+            before = 0
+        return cls(graph, thread_id, interactive=interactive, tokens_before=before)
+
+    # ------------------------------------------------------------------ context manager
+
+    def __enter__(self) -> LiveView:
+        from rich.live import Live
+
+        self._live = Live(
+            self,
+            console=self.console,
+            refresh_per_second=self.refresh_per_second,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # ------------------------------------------------------------------ events
+
+    def __call__(self, stored: StoredEvent, state: ThreadState) -> None:
+        event = stored.event
+        if self.paused and not isinstance(event, StepStarted):
+            self._resume_display()
+        self.cost = state.cost_usd
+        match event:
+            case StepStarted():
+                self.step, self.role = event.step, event.role
+                self.step_started = self.clock()
+                self.repairs = 0
+                role = self.graph.roles.get(event.role)
+                if self.interactive and role is not None and role.actor == "human":
+                    self._pause_display()
+            case StepCommitted():
+                self.tokens += tokens(event.usage)
+                self.step = self.role = None  # before printing: printing redraws the status
+                self.print(self.step_line(event, state))
+            case AttemptRejected():
+                self.tokens += tokens(event.usage)
+                self.repairs += 1
+                self.print(self.note_line(event, state, "yellow"))
+            case ThreadSuspended() | HumanWaiting():
+                # A step that failed may still have spent tokens (ThreadSuspended.usage).
+                self.tokens += tokens(getattr(event, "usage", None) or {})
+                self.step = self.role = None
+                self.print(self.note_line(event, state, "yellow"))
+            case ThreadCompleted():
+                self.step = self.role = None
+                self.print(self.note_line(event, state, "green"))
+            case ThreadResumed():
+                self.print(self.note_line(event, state, "cyan"))
+
+    def print(self, line: Text) -> None:
+        # With a Live display up, console.print goes above it and stays in the scrollback.
+        self.console.print(line)
+
+    def _pause_display(self) -> None:
+        if self._live is not None and not self.paused:
+            self._live.stop()
+            self.paused = True
+
+    def _resume_display(self) -> None:
+        self.paused = False
+        if self._live is not None:
+            self._live.start()
+
+    # ------------------------------------------------------------------ rendering
+
+    def step_line(self, event: StepCommitted, state: ThreadState) -> Text:
+        from rich.text import Text
+
+        edge = self.graph.edge(event.role, event.status) if self.graph is not None else None
+        earlier = edge is not None and (event.role, event.status) in self.loops
+        line = Text()
+        line.append("↺ " if earlier else "✓ ", style="yellow" if earlier else "green")
+        line.append(f"step {event.step:<3}", style="bold")
+        line.append(f"{event.role:<11} ")
+        line.append(f"→ {event.status}", style="yellow" if earlier else "green")
+        if earlier and edge is not None:
+            line.append(f", back to {edge.role}", style="yellow")
+        parts = [f"{event.duration_s:.1f}s"]
+        if tokens(event.usage):
+            parts.append(f"{tokens(event.usage):,} tok")
+        if event.cost_usd:
+            parts.append(money(event.cost_usd))
+        if event.tool_calls:
+            parts.append(f"{event.tool_calls} tool call{'s' if event.tool_calls != 1 else ''}")
+        line.append("   " + " · ".join(parts), style="dim")
+        return line
+
+    def note_line(self, event: Any, state: ThreadState, style: str) -> Text:
+        from rich.text import Text
+
+        return Text("• " + describe(event, state), style=style)
+
+    def status_line(self) -> Text:
+        from rich.text import Text
+
+        now = self.clock()
+        line = Text()
+        if self.step is not None and self.role is not None:
+            line.append(f"step {self.step} ", style="bold")
+            line.append(f"{self.role} ", style="bold cyan")
+            line.append(clock_text(now - self.step_started))
+            if self.repairs:
+                line.append(f" (repair {self.repairs})", style="yellow")
+        else:
+            line.append("between steps", style="dim")
+        line.append("   │  ", style="dim")
+        totals = f"thread {clock_text(now - self.started)} · {self.tokens:,} tok"
+        if self.cost:  # replays and unpriced models have none to show
+            totals += f" · {money(self.cost)}"
+        line.append(totals, style="dim")
+        return line
+
+    def __rich__(self) -> Any:
+        from rich.spinner import Spinner
+
+        # One spinner for the view's life: its frame is computed from its own start time.
+        if self._spinner is None:
+            self._spinner = Spinner("dots", style="cyan")
+        self._spinner.update(text=self.status_line())
+        return self._spinner

@@ -1,0 +1,324 @@
+"""Git worktree isolation: a thread that edits files works on its own branch, never in the checkout.
+
+Theory of operation
+-------------------
+When `orchestrator run` starts a thread whose graph lets some role edit files or run commands,
+and the workspace lies inside a git repository, the thread does not work in the user's checkout.
+Instead:
+
+1. `git worktree add -b orchestrator/<thread-id> <store>/worktrees/<thread-id> HEAD` makes a
+   second working tree of the same repository, on a new branch that starts at the checkout's
+   HEAD. The user's working tree, index and current branch are never touched; the only trace in
+   the repository is the new branch (and git's bookkeeping of the worktree).
+2. The thread's workspace (recorded in its ThreadStarted event) is the worktree, or the same
+   subdirectory inside it when the workspace was a subdirectory of the repository. So every
+   role's tools act there, and a resumed thread, even after a crash, works there again.
+3. A small sidecar file, `<store>/worktrees/<thread-id>.json`, remembers the repository, the
+   branch and the base commit, so that `threads resume` can recreate a deleted worktree from the
+   branch and the final report can list the files changed since the base.
+4. When the thread completes, everything in the worktree is committed on the branch
+   (`finish_worktree`): "the fix is on the thread's branch", ready to diff, merge or push by hand.
+   Nothing is pushed. The commit skips the repository's hooks (`--no-verify`) and signing, so a
+   hook can never lose the work; they run when the user commits or merges it themselves.
+
+Uncommitted changes in the checkout are not carried over: the worktree starts from HEAD, and
+`run` warns when the checkout is dirty. `--in-place` opts out of all of this, and a workspace
+that is not in a git repository is used in place.
+
+Everything here shells out to `git` (no library), with prompts disabled and output captured;
+a failing git command becomes `WorktreeError` carrying git's own message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BRANCH_PREFIX = "orchestrator/"
+WORKTREES = "worktrees"
+ISOLATING_TOOLS = frozenset({"edit", "shell"})
+FALLBACK_NAME = "orchestrator"
+FALLBACK_EMAIL = "orchestrator@localhost"
+
+
+class WorktreeError(Exception):
+    """A git operation for the thread's worktree failed; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    status: str  # git's letter: A added, M modified, D deleted, R renamed, ...
+    path: str  # relative to the repository's top level
+
+    def to_dict(self) -> dict[str, str]:
+        return {"status": self.status, "path": self.path}
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A thread's worktree, as recorded in its sidecar file."""
+
+    thread_id: str
+    repo: str  # the user's repository (its top level)
+    path: str  # the worktree's top level
+    branch: str
+    base: str  # the commit the branch started from
+    subdir: str = ""  # the workspace relative to the repository's top level
+
+    @property
+    def workspace(self) -> Path:
+        """The thread's workspace: the worktree, or the same subdirectory inside it."""
+        return Path(self.path) / self.subdir if self.subdir else Path(self.path)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a finished thread left on its branch."""
+
+    worktree: Worktree
+    commit: str | None  # the commit made now, or None when there was nothing new to commit
+    head: str  # the branch's tip after finishing
+    files: list[ChangedFile] = field(default_factory=list)  # changed since the base
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "branch": self.worktree.branch,
+            "path": self.worktree.path,
+            "base": self.worktree.base,
+            "commit": self.commit,
+            "head": self.head,
+            "files": [f.to_dict() for f in self.files],
+        }
+
+
+# --------------------------------------------------------------------------- git
+
+
+def git(
+    args: Iterable[str],
+    cwd: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run git in `cwd` without prompts; raise WorktreeError with git's message on failure."""
+    argv = ["git", *args]
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
+    try:
+        result = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            input=input,
+            stdin=subprocess.DEVNULL if input is None else None,
+            timeout=120,
+        )
+    except FileNotFoundError:
+        raise WorktreeError("git is not installed (or not on PATH)") from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"`{' '.join(argv)}` failed: {exc}") from None
+    if check and result.returncode != 0:
+        detail = (result.stderr or result.stdout).strip() or f"exit status {result.returncode}"
+        raise WorktreeError(f"`{' '.join(argv)}` failed: {detail}")
+    return result
+
+
+def find_repo(path: str | os.PathLike[str]) -> Path | None:
+    """The top level of the git repository holding `path`, or None (no repo, or no git)."""
+    p = Path(path)
+    if not p.is_dir():
+        return None
+    try:
+        result = git(["rev-parse", "--show-toplevel"], p, check=False)
+    except WorktreeError:
+        return None
+    if result.returncode != 0 or not result.stdout.strip():
+        return None
+    return Path(result.stdout.strip()).resolve()
+
+
+def needs_isolation(graph: Any) -> bool:
+    """True when some role of the graph may edit files or run commands."""
+    return any(ISOLATING_TOOLS & set(role.tools) for role in graph.roles.values())
+
+
+def head_commit(repo: Path) -> str | None:
+    result = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo, check=False)
+    if result.returncode != 0:
+        return None  # an unborn HEAD: a repository without commits
+    return result.stdout.strip() or None
+
+
+def uncommitted_changes(repo: Path, ignore: Path | None = None) -> list[str]:
+    """`git status --porcelain` lines of the checkout, minus paths inside `ignore`."""
+    lines = git(["status", "--porcelain", "--untracked-files=normal"], repo).stdout.splitlines()
+    if ignore is None:
+        return lines
+    try:
+        skip = ignore.resolve().relative_to(repo).as_posix().rstrip("/") + "/"
+    except ValueError:
+        return lines
+    return [line for line in lines if not line[3:].strip('"').startswith(skip)]
+
+
+# --------------------------------------------------------------------------- the sidecar
+
+
+def worktrees_dir(store_dir: str | os.PathLike[str]) -> Path:
+    return Path(store_dir) / WORKTREES
+
+
+def sidecar_path(store_dir: str | os.PathLike[str], thread_id: str) -> Path:
+    return worktrees_dir(store_dir) / f"{thread_id}.json"
+
+
+def load_worktree(store_dir: str | os.PathLike[str] | None, thread_id: str) -> Worktree | None:
+    """The worktree recorded for a thread, or None when it runs in place."""
+    if store_dir is None:
+        return None
+    path = sidecar_path(store_dir, thread_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = Worktree.__dataclass_fields__
+    try:
+        return Worktree(**{k: str(v) for k, v in data.items() if k in names})
+    except TypeError:
+        return None
+
+
+def _ignore_store(store_dir: Path, repo: Path) -> None:
+    """Keep the store (and the worktrees in it) out of the checkout's `git status`.
+
+    The default store, `./.orchestrator/`, usually sits inside the user's repository; a
+    `.gitignore` of `*` inside it (as pytest does for its cache) keeps the checkout clean.
+    """
+    try:
+        store_dir.resolve().relative_to(repo)
+    except ValueError:
+        return  # the store is outside the repository: nothing shows up in its status
+    marker = store_dir / ".gitignore"
+    if not marker.exists():
+        marker.write_text("# created by orchestrator: the thread store is not source code\n*\n")
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+def create_worktree(
+    workspace: str | os.PathLike[str], store_dir: str | os.PathLike[str], thread_id: str
+) -> Worktree:
+    """Make the thread's worktree on a new branch from HEAD, and record it. Raises WorktreeError."""
+    ws = Path(workspace).resolve()
+    repo = find_repo(ws)
+    if repo is None:
+        raise WorktreeError(f"{ws} is not inside a git repository")
+    base = head_commit(repo)
+    if base is None:
+        raise WorktreeError(
+            f"the repository at {repo} has no commits yet, so there is nothing to branch from; "
+            "commit something first, or pass --in-place to work in the checkout itself"
+        )
+    store = Path(store_dir).resolve()
+    folder = worktrees_dir(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    _ignore_store(store, repo)
+    path = folder / thread_id
+    branch = BRANCH_PREFIX + thread_id
+    git(["worktree", "add", "--quiet", "-b", branch, str(path), base], repo)
+    subdir = ws.relative_to(repo).as_posix() if ws != repo else ""
+    tree = Worktree(thread_id, str(repo), str(path), branch, base, subdir)
+    sidecar_path(store, thread_id).write_text(json.dumps(asdict(tree), indent=2) + "\n")
+    if subdir:
+        tree.workspace.mkdir(parents=True, exist_ok=True)  # an untracked (empty) subdirectory
+    return tree
+
+
+def ensure_worktree(tree: Worktree) -> bool:
+    """Recreate a thread's worktree from its branch when it was removed. True when recreated."""
+    if (Path(tree.path) / ".git").exists():
+        return False
+    repo = Path(tree.repo)
+    if find_repo(repo) is None:
+        raise WorktreeError(f"the thread's repository {repo} is gone")
+    git(["worktree", "prune"], repo)
+    exists = git(
+        ["rev-parse", "--verify", "--quiet", f"refs/heads/{tree.branch}"], repo, check=False
+    )
+    if exists.returncode != 0:
+        raise WorktreeError(
+            f"the thread's worktree {tree.path} and its branch {tree.branch} are both gone"
+        )
+    git(["worktree", "add", "--quiet", tree.path, tree.branch], repo)
+    if tree.subdir:
+        tree.workspace.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+def _identity(path: Path) -> dict[str, str]:
+    """Author and committer for the commit: the user's, or a fallback when git has none."""
+    env: dict[str, str] = {}
+    name = git(["config", "user.name"], path, check=False).stdout.strip()
+    email = git(["config", "user.email"], path, check=False).stdout.strip()
+    if not name:
+        env["GIT_AUTHOR_NAME"] = env["GIT_COMMITTER_NAME"] = FALLBACK_NAME
+    if not email:
+        env["GIT_AUTHOR_EMAIL"] = env["GIT_COMMITTER_EMAIL"] = FALLBACK_EMAIL
+    return env
+
+
+def changed_files(tree: Worktree, upto: str = "HEAD") -> list[ChangedFile]:
+    """The files that differ between the base and `upto` on the thread's branch."""
+    out = git(["diff", "--name-status", "--no-renames", tree.base, upto, "--"], tree.path).stdout
+    files = []
+    for line in out.splitlines():
+        status, _, path = line.partition("\t")
+        if path:
+            files.append(ChangedFile(status.strip()[:1], path))
+    return files
+
+
+def commit_message(graph: str, thread_id: str, inputs: Mapping[str, Any], final: str) -> str:
+    """`<graph>: <first line of the task>`, then the thread id and its final message."""
+    subject = ""
+    for key in ("issue", "task", *sorted(inputs)):
+        value = inputs.get(key)
+        if isinstance(value, str) and value.strip():
+            first = next(line for line in value.strip().splitlines() if line.strip())
+            subject = first.strip().lstrip("#").strip()
+            break
+    subject = subject or f"thread {thread_id}"
+    room = max(72 - len(graph) - 2, 20)  # git's customary limit for a subject line
+    if len(subject) > room:
+        subject = subject[: room - 1].rstrip() + "…"
+    body = f"Work of orchestrator thread {thread_id} (graph {graph})."
+    if final.strip():
+        body += "\n\n" + final.strip()
+    return f"{graph}: {subject}\n\n{body}\n"
+
+
+def finish_worktree(tree: Worktree, message: str) -> Outcome:
+    """Commit everything in the worktree on the thread's branch; list the files changed."""
+    path = Path(tree.path)
+    git(["add", "--all"], path)
+    staged = git(["diff", "--cached", "--quiet"], path, check=False).returncode != 0
+    commit: str | None = None
+    if staged:
+        git(
+            ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-F", "-"],
+            path,
+            env=_identity(path),
+            input=message,
+        )
+        commit = git(["rev-parse", "HEAD"], path).stdout.strip()
+    head = git(["rev-parse", "HEAD"], path).stdout.strip()
+    return Outcome(tree, commit, head, changed_files(tree))
