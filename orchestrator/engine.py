@@ -491,7 +491,10 @@ def template_context(graph: Graph, state: ThreadState, source: str, status: str)
         last = state.steps[-1]
         context.update(_with_nulls(graph, last.role, last.status, last.frontmatter))
         context["$body"] = last.body
-    context["$inputs"] = dict(state.inputs)
+    declared = graph.input_schema.get("properties")
+    inputs = dict.fromkeys(declared, None) if isinstance(declared, dict) else {}
+    inputs.update(state.inputs)  # declared-but-absent inputs are null, like optional fields
+    context["$inputs"] = inputs
     context["$steps"] = steps_ctx
     context["$thread"] = {
         "id": state.thread_id,

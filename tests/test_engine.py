@@ -316,3 +316,28 @@ def test_fold_is_deterministic_and_flat(loop: Graph) -> None:
     assert sum(isinstance(e, StepCommitted) for e in events) == 2
     # every event survives a round trip through its dict form (what the store writes)
     assert [engine.event_from_dict(e.to_dict()) for e in events] == events
+
+
+def test_optional_input_left_out_renders_through_sections(make_graph: MakeGraph) -> None:
+    graph = make_graph(
+        """
+        name: optin
+        description: d
+        inputs:
+          type: object
+          properties: { issue: { type: string }, test_command: { type: string } }
+          required: [issue]
+        roles:
+          a: { description: d, goal: g, frontmatter: { type: object } }
+        graph:
+          $START:
+            _: { role: a, prompt: "Fix {{{$inputs.issue}}}{{#$inputs.test_command}} (run {{{$inputs.test_command}}}){{/$inputs.test_command}}" }
+          a: { _: { role: $END, prompt: "done" } }
+        """
+    )
+    without = simulate(graph, ["---\n{}\n---\n"], inputs={"issue": "bug"})
+    assert without.prompts == ["Fix bug"]
+    given = simulate(
+        graph, ["---\n{}\n---\n"], inputs={"issue": "bug", "test_command": "make test"}
+    )
+    assert given.prompts == ["Fix bug (run make test)"]
