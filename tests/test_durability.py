@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import time
 from collections import Counter
 from pathlib import Path
@@ -31,30 +32,36 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.05):  # type:
 
 
 def in_flight_step(project: Project, step: int) -> str | None:
-    """The id of the thread once step `step` has started and not committed."""
-    if not (project.store / "threads.db").exists():
+    """The id of the thread once step `step` has started and not committed (read-only look)."""
+    path = project.store / "threads.db"
+    if not path.exists():
         return None
-    store = SqliteStore(project.store)
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
-        for row in store.threads():
-            events = [s.event for s in store.events(row.id)]
-            started = any(
-                getattr(e, "step", None) == step and type(e).__name__ == "StepStarted"
-                for e in events
-            )
-            committed = any(isinstance(e, StepCommitted) and e.step == step for e in events)
-            if started and not committed:
-                return row.id
+        rows = db.execute("SELECT thread_id, type, data FROM events ORDER BY seq").fetchall()
+    except sqlite3.Error:
+        return None  # the schema is being created
     finally:
-        store.close()
-    return None
+        db.close()
+    started = {
+        tid
+        for tid, kind, data in rows
+        if kind == "StepStarted" and json.loads(data)["step"] == step
+    }
+    committed = {
+        tid
+        for tid, kind, data in rows
+        if kind == "StepCommitted" and json.loads(data)["step"] == step
+    }
+    return next(iter(started - committed), None)
 
 
 def test_sigkill_mid_step_then_resume_completes_each_step_once(tmp_path: Path) -> None:
     project = Project(tmp_path)
     project.graph(LOOP_GRAPH, "loop")
-    project.script(worker=[reply("again", f"r{i}") for i in range(1, 5)] + [reply("done", "all")])
-    project.set("sleep", {"worker:3": 30})  # step 3 hangs until we kill the run
+    replies = {str(i): reply("again", f"r{i}") for i in range(1, 5)}
+    project.script(worker={**replies, "5": reply("done", "all")})
+    project.set("sleep", {"worker:3": 120})  # step 3 hangs until we kill the run
 
     proc = project.popen("run", "loop", "build it")
     thread_id = wait_for(lambda: in_flight_step(project, 3))

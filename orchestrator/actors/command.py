@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -64,7 +65,7 @@ class CommandProcessActor:
                 cwd=str(request.workspace),
                 env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
             )
         except OSError as exc:
             raise ActorError(f"cannot start `{name}`: {exc.strerror or exc}", "process") from None
@@ -86,13 +87,15 @@ class CommandProcessActor:
         return ActReply(text=out.decode(errors="replace"), message=prompt)
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """In the child: ask Linux to kill it if the orchestrator dies (no orphaned agents)."""
     if sys.platform.startswith("linux"):
         import ctypes
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
