@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .ids import new_thread_id
 from .runner import (
     ActorFor,
     InputError,
@@ -101,6 +102,7 @@ class AdaptiveLimiter:
 class BatchItem:
     line: int
     inputs: dict[str, Any]
+    thread_id: str = ""
     result: ThreadResult | None = None
     rate_limited: int = 0  # how many times the batch waited out a rate limit for it
 
@@ -114,15 +116,23 @@ async def run_batch(
     actor_for: ActorFor | None = None,
     options_for: Callable[[], RunOptions] = RunOptions,
     workspace: str | Path | None = None,
+    workspace_for: Callable[[str], str | Path] | None = None,
     backoff_seconds: float = 2.0,
     on_done: Callable[[BatchItem], None] | None = None,
 ) -> list[BatchItem]:
-    """Run one thread per inputs mapping, at most `concurrency` at a time."""
+    """Run one thread per inputs mapping, at most `concurrency` at a time.
+
+    `workspace_for(thread_id)` gives each thread a workspace of its own (e.g. a git worktree);
+    otherwise all threads share `workspace`.
+    """
     limiter = AdaptiveLimiter(concurrency)
     items = [BatchItem(i, inputs) for i, inputs in enumerate(batch, 1)]
 
     async def one(item: BatchItem) -> None:
-        thread_id = start_thread(graph, item.inputs, store, workspace=workspace)
+        thread_id = new_thread_id()
+        item.thread_id = thread_id
+        folder = workspace_for(thread_id) if workspace_for is not None else workspace
+        start_thread(graph, item.inputs, store, workspace=folder, thread_id=thread_id)
         resume = False
         while True:
             async with limiter:

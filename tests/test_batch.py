@@ -78,3 +78,41 @@ def test_read_batch_validates_every_line_first(loop: Graph, tmp_path: Path) -> N
     assert "batch.jsonl:4:" in text and "topic" in text
     path.write_text(json.dumps({"topic": "a"}) + "\n" + json.dumps({"topic": "b"}) + "\n")
     assert read_batch(path, loop) == [{"topic": "a"}, {"topic": "b"}]
+
+
+def test_batch_command_runs_threads_and_prints_a_summary(tmp_path: Path) -> None:
+    from tests.cli_helpers import LOOP_GRAPH, Project
+
+    project = Project(tmp_path)
+    project.graph(LOOP_GRAPH, "loop")
+    project.script(worker=["---\n$status: done\nnote: ok\n---\n"])
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("\n".join(json.dumps({"task": f"job {i}"}) for i in range(5)) + "\n")
+    out = project.run("run", "loop", "--batch", "batch.jsonl", "--concurrency", "2")
+    assert out.returncode == 0, out.stderr
+    assert "5 of 5 completed" in out.stdout
+    assert out.stderr.count("completed (1 steps") == 5
+    rows = project.threads()
+    assert sorted(r["state"] for r in rows) == ["completed"] * 5
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "fine"}\n{"nope": 1}\n')
+    out = project.run("run", "loop", "--batch", "bad.jsonl")
+    assert out.returncode == 2
+    assert "bad.jsonl:2:" in out.stderr and "batch not started" in out.stderr
+    assert len(project.threads()) == 5  # nothing started
+
+
+def test_batch_exit_code_when_a_thread_suspends(tmp_path: Path) -> None:
+    from tests.cli_helpers import LOOP_GRAPH, Project
+
+    project = Project(tmp_path)
+    project.graph(LOOP_GRAPH, "loop")
+    project.script(worker=["not a valid reply"])  # every thread runs out of repairs
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text('{"task": "a"}\n{"task": "b"}\n')
+    out = project.run("run", "loop", "--batch", "batch.jsonl", "--json")
+    assert out.returncode == 3
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert sorted(line["line"] for line in lines) == [1, 2]
+    assert {line["state"] for line in lines} == {"suspended"}

@@ -59,6 +59,21 @@ from .common import (
 @click.option(
     "--max-steps", type=click.IntRange(min=1), default=None, help="Override limits.max_steps."
 )
+@click.option(
+    "--batch",
+    "batch_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Run one thread per line of this JSONL file (each line a JSON object of inputs; "
+    "-i values apply to every line).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="With --batch: how many threads run at once.",
+)
 @store_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event, result last.")
 def run(
@@ -70,6 +85,8 @@ def run(
     model: str | None,
     replay_path: Path | None,
     max_steps: int | None,
+    batch_path: Path | None,
+    concurrency: int,
     store_dir: Path | None,
     as_json: bool,
 ) -> None:
@@ -94,6 +111,21 @@ def run(
             EXIT_PROBLEMS,
         )
 
+    if batch_path is not None:
+        run_batch(
+            graph,
+            batch_path,
+            task,
+            inputs,
+            workspace,
+            in_place,
+            replay_path,
+            concurrency,
+            max_steps,
+            model,
+            store_dir,
+            as_json,
+        )
     recording = None
     if replay_path is not None:
         from ..recording import RecordingError, load_recording
@@ -157,6 +189,47 @@ def run(
         ),
         as_json,
         recording,
+    )
+    sys.exit(code)
+
+
+def run_batch(
+    graph: Any,
+    batch_path: Path,
+    task: str | None,
+    inputs: tuple[str, ...],
+    workspace: Path | None,
+    in_place: bool,
+    replay_path: Path | None,
+    concurrency: int,
+    max_steps: int | None,
+    model: str | None,
+    store_dir: Path | None,
+    as_json: bool,
+) -> None:
+    from ..runner import RunOptions
+    from .batch import run_batch_command
+
+    if task is not None or replay_path is not None:
+        fail("--batch takes its inputs from the file: no TASK and no --replay")
+    if needs_anthropic_key(graph):
+        from ..actors.anthropic import NO_KEY
+
+        fail(NO_KEY)
+    folder = (workspace or Path.cwd()).resolve()
+    if not folder.is_dir():
+        fail(f"the workspace {folder} is not a directory")
+    defaults = typed_inputs(graph.input_schema, parse_assignments(inputs))
+    code = run_batch_command(
+        graph,
+        batch_path,
+        defaults,
+        store=open_store(store_dir),
+        folder=folder,
+        in_place=in_place,
+        concurrency=concurrency,
+        options=RunOptions(max_steps=max_steps, model=model),
+        as_json=as_json,
     )
     sys.exit(code)
 
