@@ -1,9 +1,15 @@
 """Cost per step at 10, 100, 1,000 and 10,000 steps, with durable SQLite persistence.
 
-Goal: flat. Each step appends one event in its own transaction and updates the thread's
-summary row; nothing re-reads or re-serialises the history.
+Goal: flat. Each step appends two events, each in its own transaction with the thread's summary
+row; nothing re-reads or re-serialises the history. The columns "first 10%" and "last 10%" are
+the median time between two model calls early and late in the same thread; their ratio is the
+growth. The mean also carries the rare slow step (a WAL checkpoint, a GC pass).
 
-    python bench/growth.py [--sizes 10,100,1000,10000]
+    python bench/growth.py [--sizes 10,100,1000,10000] [--memory fresh|session]
+
+`--memory session` makes the looping role continue its own conversation: each request then
+carries the role's earlier visits (what the model is sent grows by design, as does the work of
+handing them to the actor), so that variant is expected to grow with the role's visit count.
 """
 
 from __future__ import annotations
@@ -15,19 +21,33 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from steps import run  # noqa: E402  (the same loop graph and instant actor)
+import steps  # noqa: E402  (the same loop graph and instant actor)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10,100,1000,10000")
+    parser.add_argument("--memory", choices=["fresh", "session"], default="fresh")
     args = parser.parse_args()
-    print(f"{'steps':>6} {'mean µs/step':>13} {'first 10% µs':>13} {'last 10% µs':>12}")
+    steps.GRAPH = steps.GRAPH.replace("memory: fresh", f"memory: {args.memory}")
+    print(f"SqliteStore, one role looping, memory: {args.memory}")
+    print(
+        f"{'steps':>6} {'mean µs/step':>13} {'first 10% µs':>13} {'last 10% µs':>12} "
+        f"{'last/first':>10}"
+    )
+    ratios = []
     with tempfile.TemporaryDirectory() as tmp:
-        run(10, "sqlite", Path(tmp))  # warm-up
-        for steps in (int(s) for s in args.sizes.split(",")):
-            mean, first, last = run(steps, "sqlite", Path(tmp))
-            print(f"{steps:>6} {mean * 1e6:>13.0f} {first * 1e6:>13.0f} {last * 1e6:>12.0f}")
+        steps.run(10, "sqlite", Path(tmp))  # warm-up
+        for n in (int(s) for s in args.sizes.split(",")):
+            mean, first, last = steps.run(n, "sqlite", Path(tmp))
+            ratios.append((n, last / first))
+            print(
+                f"{n:>6} {mean * 1e6:>13.0f} {first * 1e6:>13.0f} {last * 1e6:>12.0f} "
+                f"{last / first:>10.2f}"
+            )
+    n, worst = ratios[-1]
+    verdict = "flat" if worst < 1.25 else "grows"
+    print(f"\n{verdict}: a step late in a {n}-step thread costs {worst:.2f}x an early one")
 
 
 if __name__ == "__main__":

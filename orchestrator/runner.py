@@ -162,6 +162,13 @@ class Thread:
         for stored in store.events(thread_id):
             engine.apply(self.state, stored.event)
             self.seq = stored.seq
+        self._root: Path | None = None
+
+    def workspace_root(self) -> Path:
+        """The thread's workspace, resolved once per advance (not once per step)."""
+        if self._root is None:
+            self._root = Path(self.state.workspace).resolve()
+        return self._root
 
     def append(self, event: Event) -> None:
         stored = self.store.append(self.thread_id, self.seq + 1, event)
@@ -301,7 +308,7 @@ async def _run_step(thread: Thread, command: RunStep, actor_for: ActorFor) -> No
 
     graph, state = thread.graph, thread.state
     role = graph.roles[command.role]
-    workspace = _step_workspace(state.workspace, command.location)
+    workspace = _step_workspace(thread.workspace_root(), command.location)
     if workspace is None:
         thread.append(
             ThreadSuspended(
@@ -405,8 +412,7 @@ async def _run_step(thread: Thread, command: RunStep, actor_for: ActorFor) -> No
     )
 
 
-def _step_workspace(workspace: str, location: str | None) -> Path | None:
-    root = Path(workspace).resolve()
+def _step_workspace(root: Path, location: str | None) -> Path | None:
     if not location:
         return root
     target = (root / location).resolve()

@@ -290,6 +290,12 @@ class AnthropicActor:
         if isinstance(exc, anthropic.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
             why = f": {type(cause).__name__}: {cause}" if cause else ""
+            if type(cause).__name__ in ("RemoteProtocolError", "ReadError"):
+                # The server answered, then the body was cut short: it was reached.
+                return (
+                    f"the connection to the Anthropic API broke off mid-response after "
+                    f"{attempts} attempt{'s' if attempts != 1 else ''}{why}"
+                )
             return (
                 f"could not reach the Anthropic API at {self._where()} after {attempts} "
                 f"attempt{'s' if attempts != 1 else ''}{why}"

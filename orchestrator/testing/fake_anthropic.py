@@ -338,6 +338,9 @@ def _shutdown(conn: socket.socket) -> None:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The listen backlog. socketserver's default of 5 resets connections when many clients
+    # connect at once (200 concurrent threads in bench/concurrency.py).
+    request_queue_size = 1024
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that gave up (timeout, cut stream) leaves a broken pipe behind: not news.
