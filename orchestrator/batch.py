@@ -24,6 +24,7 @@ from .runner import (
     ThreadResult,
     advance,
     check_inputs,
+    default_actor_for,
     start_thread,
 )
 from .spec.models import Graph
@@ -127,6 +128,8 @@ async def run_batch(
     """
     limiter = AdaptiveLimiter(concurrency)
     items = [BatchItem(i, inputs) for i, inputs in enumerate(batch, 1)]
+    # One set of actors (one API client and connection pool) for the whole batch.
+    actor_for = actor_for or default_actor_for(options_for())
 
     async def one(item: BatchItem) -> None:
         thread_id = new_thread_id()

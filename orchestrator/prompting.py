@@ -41,8 +41,25 @@ TOOL_NOTES: dict[str, str] = {
 # --------------------------------------------------------------------------- system prompt
 
 
+_SYSTEM_PROMPTS: dict[tuple[int, str], tuple[Role, str]] = {}
+
+
 def system_prompt(role: Role, role_name: str) -> str:
-    """The stable part of a role's prompt: who it is, how to work, and how to reply."""
+    """The stable part of a role's prompt: who it is, how to work, and how to reply.
+
+    Built once per role object (roles are frozen); the cache keeps the role alive so its id
+    cannot be reused by another object.
+    """
+    key = (id(role), role_name)
+    cached = _SYSTEM_PROMPTS.get(key)
+    if cached is not None and cached[0] is role:
+        return cached[1]
+    text = _build_system_prompt(role, role_name)
+    _SYSTEM_PROMPTS[key] = (role, text)
+    return text
+
+
+def _build_system_prompt(role: Role, role_name: str) -> str:
     parts = [f"# Role: {role_name}", role.goal.strip()]
     if role.capabilities:
         parts.append("## Capabilities\n" + "\n".join(f"- {c}" for c in role.capabilities))
@@ -354,8 +371,15 @@ def _truncate(value: Any, limit: int = VALUE_LIMIT) -> Any:
 def _dump_yaml(value: Any) -> str:
     import yaml
 
-    return yaml.safe_dump(
-        value, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+    # The C dumper, when PyYAML has it, is about five times faster on history blocks.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(
+        value,
+        Dumper=dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
     )
 
 

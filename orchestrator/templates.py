@@ -8,6 +8,7 @@ null as an empty string (a declared-but-optional field is present as null so tha
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,12 @@ class VarUse:
 
 def variables(template: str) -> list[VarUse]:
     """Every name a template reads, with its enclosing sections. Raises TemplateSyntaxError."""
+    return list(_variables(template))
+
+
+@functools.lru_cache(maxsize=4096)
+def _variables(template: str) -> tuple[VarUse, ...]:
+    """Cached per template text: a graph renders the same few templates at every step."""
     uses: list[VarUse] = []
     stack: list[str] = []
     kinds = {
@@ -83,7 +90,7 @@ def variables(template: str) -> list[VarUse]:
         raise TemplateSyntaxError(" ".join(str(exc).split()), _tok._CURRENT_LINE) from None
     except (IndexError, ValueError):  # chevron's tokenizer on an empty tag such as `{{}}`
         raise TemplateSyntaxError("empty or malformed tag", _tok._CURRENT_LINE) from None
-    return uses
+    return tuple(uses)
 
 
 def check_syntax(template: str) -> None:

@@ -8,7 +8,6 @@ thread's summary row (state, steps, cost) is updated in the same transaction as 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 import time
@@ -120,11 +119,11 @@ class SqliteStore:
         return StoredEvent(seq, now, event)
 
     def _insert(self, thread_id: str, seq: int, event: Event, now: float) -> None:
-        kind, data = _event_json(event)
+        data = event.to_dict()
         try:
             self._db.execute(
                 "INSERT INTO events (thread_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
-                (thread_id, seq, now, kind, data),
+                (thread_id, seq, now, data["type"], json.dumps(data, ensure_ascii=False)),
             )
         except sqlite3.IntegrityError:
             raise ThreadBusy(
@@ -233,15 +232,6 @@ class SqliteStore:
 
     def _tx(self) -> _Transaction:
         return _Transaction(self._db)
-
-
-def _event_json(event: Event) -> tuple[str, str]:
-    """The event's type name and JSON: the text of `json.dumps(event.to_dict())`, without the
-    deep copy `dataclasses.asdict` makes first (events hold JSON values only; that copy was a
-    third of the cost of a durable step)."""
-    data = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
-    kind = data["type"] = type(event).__name__
-    return kind, json.dumps(data, ensure_ascii=False)
 
 
 class _Transaction:
