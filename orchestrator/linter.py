@@ -34,12 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema.exceptions import SchemaError
-
 from .problems import GraphError, Problem, Severity, did_you_mean
 from .spec.contract import STATUS_KEY, Contract, StatusContract
 from .spec.loader import RoleSource, build_graph, load_role, parse_role_file, parse_yaml_file
-from .spec.metaschema import check_schema
+from .spec.metaschema import SchemaProblem, check_schema
 from .spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Graph, Role
 from .spec.yamlpos import SourceMap
 from .templates import TemplateSyntaxError, VarUse, variables
@@ -394,7 +392,7 @@ class _Linter:
             return
         try:
             check_schema(schema)
-        except SchemaError as exc:
+        except SchemaProblem as exc:
             self.report(
                 self.at("inputs", *exc.path),
                 "invalid-json-schema",

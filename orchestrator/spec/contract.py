@@ -17,10 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError
-
-from .metaschema import check_schema
+from .metaschema import SchemaProblem, check_schema
 from .models import SINGLE_EXIT, SUSPEND
 
 STATUS_KEY = "$status"
@@ -43,6 +40,8 @@ class StatusContract:
 
     @cached_property
     def validator(self) -> Any:
+        from jsonschema import Draft202012Validator, validators  # compiled on first use only
+
         cls = validators.validator_for(self.schema, default=Draft202012Validator)
         return cls(self.schema)
 
@@ -98,8 +97,8 @@ def derive_contract(schema: Any) -> Contract:
         )
     try:
         check_schema(schema)  # a fast path for plain schemas, else the full metaschema
-    except SchemaError as exc:
-        where = tuple(exc.path) if exc.path else ()
+    except SchemaProblem as exc:
+        where = exc.path
         issues.append(
             ContractIssue("invalid-json-schema", f"invalid JSON Schema: {exc.message}", where)
         )

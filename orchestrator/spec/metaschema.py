@@ -15,17 +15,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jsonschema import Draft202012Validator, validators
+
+class SchemaProblem(Exception):
+    """A schema is not a valid JSON Schema: jsonschema's message and where in the schema."""
+
+    def __init__(self, message: str, path: tuple[Any, ...]):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+
 
 SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 MAX_DEPTH = 64  # deeper schemas take the full check
 
 
 def check_schema(schema: Any) -> None:
-    """Raise `jsonschema.exceptions.SchemaError` when `schema` is not a valid JSON Schema."""
+    """Raise `SchemaProblem` when `schema` is not a valid JSON Schema."""
     if isinstance(schema, dict) and "$schema" not in schema and _surely_valid(schema, 0):
         return
-    validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    # Imported here: jsonschema costs ~70 ms at start-up, and plain schemas never need it.
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        raise SchemaProblem(exc.message, tuple(exc.path)) from None
 
 
 def _surely_valid(node: Any, depth: int) -> bool:
