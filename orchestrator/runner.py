@@ -307,7 +307,16 @@ async def _run_step(thread: Thread, command: RunStep, actor_for: ActorFor) -> No
     from .extract import ExtractError, extract_output
 
     graph, state = thread.graph, thread.state
-    role = graph.roles[command.role]
+    role = graph.roles.get(command.role)
+    if role is None:  # the graph changed under a resumed thread
+        thread.append(
+            ThreadSuspended(
+                f"step {command.step}: the graph no longer has role '{command.role}'",
+                "graph",
+                step=command.step,
+            )
+        )
+        return
     workspace = _step_workspace(thread.workspace_root(), command.location)
     if workspace is None:
         thread.append(

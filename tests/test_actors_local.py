@@ -154,3 +154,31 @@ def test_agent_process_dies_with_the_orchestrator(tmp_path: Path) -> None:
     else:
         os.kill(agent_pid, signal.SIGKILL)
         raise AssertionError("the agent outlived the orchestrator")
+
+
+def test_human_interview_reads_typed_fields(
+    make_graph: Callable[..., Graph], tmp_path: Path
+) -> None:
+    graph = make_graph(
+        """
+        name: typed
+        description: d
+        roles:
+          boss:
+            description: d
+            goal: g
+            actor: human
+            frontmatter:
+              type: object
+              properties: { $status: { const: ok }, budget: { type: integer }, note: { type: string } }
+              required: [$status, budget, note]
+        graph:
+          $START: { _: { role: boss, prompt: "decide" } }
+          boss: { ok: { role: $END, prompt: "{{{budget}}}" } }
+        """
+    )
+    answers = iter(["ok", "300", "42", ""])
+    actor = HumanActor(ask=lambda prompt: next(answers), show=lambda line: None)
+    reply = asyncio.run(actor.play(request(graph, "boss", tmp_path)))
+    out = extract_output(reply.text, graph.roles["boss"])
+    assert out.frontmatter == {"$status": "ok", "budget": 300, "note": "42"}

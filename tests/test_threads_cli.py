@@ -213,3 +213,19 @@ def test_unknown_thread_is_a_clear_error(tmp_path: Path) -> None:
         out = project.run(*args)
         assert out.returncode == 2
         assert "no thread 'nope'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_resume_refuses_a_changed_graph_with_errors(
+    tmp_path: Path,
+) -> None:
+    project = make(tmp_path)
+    project.script(worker=[reply("again", "a"), reply("done", "b")])
+    project.set("fail", {"worker:2": "down"})
+    assert project.run("run", "loop", "x").returncode == 3
+    thread_id = project.threads()[0]["id"]
+    broken = LOOP_GRAPH.replace("done: { role: $END", "finished: { role: $END")
+    project.graph(broken, "loop")
+    out = project.run("threads", "resume", thread_id)
+    assert out.returncode == 1
+    assert "missing-status-edge" in out.stderr or "unknown-status-edge" in out.stderr
+    assert project.threads()[0]["state"] == "suspended"  # nothing ran

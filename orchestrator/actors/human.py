@@ -31,7 +31,13 @@ def answer_text(status: str | None, fields: dict[str, object], body: str = "") -
 class HumanActor:
     kind = "human"
 
-    def __init__(self, *, interactive: bool = False, ask: Ask | None = None, show=print):  # type: ignore[no-untyped-def]
+    def __init__(
+        self,
+        *,
+        interactive: bool = False,
+        ask: Ask | None = None,
+        show: Callable[[str], object] = print,
+    ):
         self.interactive = interactive
         self.ask = ask
         self.show = show
@@ -68,6 +74,21 @@ class HumanActor:
                 optional = name in spec.optional
                 value = ask(f"{name}{' (optional, Enter to skip)' if optional else ''}> ")
                 if value or not optional:
-                    fields[name] = value
+                    fields[name] = _typed(value, spec.field_schemas.get(name))
         body = ask("notes (optional)> ")
         return answer_text(None if contract.single_exit else status, fields, body)
+
+
+def _typed(value: str, schema: object) -> object:
+    """A typed answer: text for string fields, YAML (3, true, [a, b]) for the others."""
+    declared = schema.get("type") if isinstance(schema, dict) else None
+    if declared in (None, "string") or (isinstance(declared, list) and "string" in declared):
+        return value
+    import yaml
+
+    from ..spec.yamlpos import Yaml12Loader
+
+    try:
+        return yaml.load(value, Loader=Yaml12Loader)
+    except yaml.YAMLError:
+        return value

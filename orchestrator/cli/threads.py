@@ -84,10 +84,20 @@ def show(thread_id: str, store_dir: Path | None, as_json: bool) -> None:
 
 
 def _graph_for(row: Any, graph_arg: str | None) -> Any:
+    """The thread's graph, loaded and linted: a changed graph with errors does not run."""
+    from ..linter import lint
+    from ..problems import has_errors
+
     path = graph_arg or row.graph_path or row.graph
     if not graph_arg and row.graph_path and not Path(row.graph_path).exists():
         fail(f"the graph file {row.graph_path} of thread {row.id} is gone; pass --graph PATH")
-    return load_graph_or_exit(path)
+    graph = load_graph_or_exit(path)
+    problems = lint(graph)
+    if has_errors(problems):
+        for problem in problems:
+            click.echo(problem.format(), err=True)
+        fail("the graph has errors; fix them, then resume", EXIT_PROBLEMS)
+    return graph
 
 
 def _warn_changes(store: Any, row: Any, graph: Any) -> None:
