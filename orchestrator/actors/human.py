@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from ..spec.yamlpos import typed_value
 from .base import ActReply, ActRequest, HumanNeeded
 
 Ask = Callable[[str], str]
@@ -74,21 +75,6 @@ class HumanActor:
                 optional = name in spec.optional
                 value = ask(f"{name}{' (optional, Enter to skip)' if optional else ''}> ")
                 if value or not optional:
-                    fields[name] = _typed(value, spec.field_schemas.get(name))
+                    fields[name] = typed_value(value, spec.field_schemas.get(name))
         body = ask("notes (optional)> ")
         return answer_text(None if contract.single_exit else status, fields, body)
-
-
-def _typed(value: str, schema: object) -> object:
-    """A typed answer: text for string fields, YAML (3, true, [a, b]) for the others."""
-    declared = schema.get("type") if isinstance(schema, dict) else None
-    if declared in (None, "string") or (isinstance(declared, list) and "string" in declared):
-        return value
-    import yaml
-
-    from ..spec.yamlpos import Yaml12Loader
-
-    try:
-        return yaml.load(value, Loader=Yaml12Loader)
-    except yaml.YAMLError:
-        return value

@@ -81,19 +81,7 @@ def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str
 
 def typed_inputs(schema: dict[str, Any], raw: dict[str, str]) -> dict[str, Any]:
     """Inputs whose declared type is not string are read as YAML (numbers, lists, booleans)."""
-    import yaml
-
-    from ..spec.yamlpos import Yaml12Loader
+    from ..spec.yamlpos import typed_value
 
     props = schema.get("properties") or {}
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        declared = (props.get(key) or {}).get("type")
-        if declared in (None, "string") or (isinstance(declared, list) and "string" in declared):
-            out[key] = value
-        else:
-            try:
-                out[key] = yaml.load(value, Loader=Yaml12Loader)
-            except yaml.YAMLError:
-                out[key] = value
-    return out
+    return {key: typed_value(value, props.get(key)) for key, value in raw.items()}

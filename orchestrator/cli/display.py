@@ -47,6 +47,18 @@ def json_line(stored: StoredEvent, thread_id: str) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
 
 
+def step_facts(event: StepCommitted) -> list[str]:
+    """Time, tokens, cost and tool calls of a committed step, as short phrases."""
+    facts = [f"{event.duration_s:.1f}s"]
+    if tokens(event.usage):
+        facts.append(f"{tokens(event.usage):,} tok")
+    if event.cost_usd:
+        facts.append(money(event.cost_usd))
+    if event.tool_calls:
+        facts.append(f"{event.tool_calls} tool call{'s' if event.tool_calls != 1 else ''}")
+    return facts
+
+
 class PlainPrinter:
     """Plain lines on stderr: what a person reads when output is not a terminal."""
 
@@ -62,14 +74,8 @@ class PlainPrinter:
 def describe(event: Any, state: ThreadState) -> str:
     match event:
         case StepCommitted():
-            parts = [f"{event.duration_s:.1f}s"]
-            if tokens(event.usage):
-                parts.append(f"{tokens(event.usage):,} tok")
-            if event.cost_usd:
-                parts.append(money(event.cost_usd))
-            if event.tool_calls:
-                parts.append(f"{event.tool_calls} tool calls")
-            return f"step {event.step} {event.role} → {event.status}  ({', '.join(parts)})"
+            facts = ", ".join(step_facts(event))
+            return f"step {event.step} {event.role} → {event.status}  ({facts})"
         case AttemptRejected():
             first = event.errors[0] if event.errors else "invalid reply"
             more = f" (+{len(event.errors) - 1} more)" if len(event.errors) > 1 else ""

@@ -38,7 +38,7 @@ from ..engine import (
 )
 from ..spec.models import END, START
 from ..store.base import StoredEvent
-from .display import describe, money, tokens
+from .display import describe, money, step_facts, tokens
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -221,14 +221,7 @@ class LiveView:
         line.append(f"→ {event.status}", style="yellow" if earlier else "green")
         if earlier and edge is not None:
             line.append(f", back to {edge.role}", style="yellow")
-        parts = [f"{event.duration_s:.1f}s"]
-        if tokens(event.usage):
-            parts.append(f"{tokens(event.usage):,} tok")
-        if event.cost_usd:
-            parts.append(money(event.cost_usd))
-        if event.tool_calls:
-            parts.append(f"{event.tool_calls} tool call{'s' if event.tool_calls != 1 else ''}")
-        line.append("   " + " · ".join(parts), style="dim")
+        line.append("   " + " · ".join(step_facts(event)), style="dim")
         return line
 
     def note_line(self, event: Any, state: ThreadState, style: str) -> Text:

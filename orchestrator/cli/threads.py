@@ -181,13 +181,11 @@ def answer(
     as_json: bool,
 ) -> None:
     """Answer for a human role of a waiting thread, then continue it."""
-    import yaml
-
     from ..actors.human import answer_text
     from ..engine import StepCommitted
     from ..extract import ExtractError, extract_output
     from ..runner import RunOptions, Thread
-    from ..spec.yamlpos import Yaml12Loader
+    from ..spec.yamlpos import typed_value
     from ..store.base import ThreadBusy
     from .common import parse_assignments
     from .run import drive
@@ -208,8 +206,12 @@ def answer(
             fail("use either --file or --status/--set, not both")
         text = sys.stdin.read() if str(reply_file) == "-" else _read(reply_file)
     else:
+        # Values are typed by the field's schema: `--set budget=300` is a number where the
+        # contract says integer, and stays the text "300" where it says string.
+        contract = role.contract.for_status(status or "_")
+        schemas = contract.field_schemas if contract is not None else {}
         fields = {
-            k: yaml.load(v, Loader=Yaml12Loader) if v else v
+            k: typed_value(v, schemas.get(k, {"type": "any"}))
             for k, v in parse_assignments(assignments, "--set").items()
         }
         text = answer_text(status, fields)

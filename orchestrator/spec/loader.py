@@ -52,63 +52,30 @@ def resolve_graph_path(arg: str, cwd: Path | None = None) -> Path:
         }
     )
     hint = did_you_mean(arg, known) or (f"known graphs: {', '.join(known)}" if known else "")
-    raise GraphError(
-        [
-            Problem(
-                arg,
-                1,
-                1,
-                "unreadable",
-                "error",
-                f"no graph named '{arg}' in ./graphs/ or the bundled graphs",
-                hint,
-            )
-        ]
+    raise _fail(
+        arg, "unreadable", f"no graph named '{arg}' in ./graphs/ or the bundled graphs", hint
     )
 
 
-def _unreadable(file: str, exc: OSError) -> GraphError:
-    reason = exc.strerror or str(exc)
-    return GraphError([Problem(file, 1, 1, "unreadable", "error", f"cannot read {file}: {reason}")])
+def _fail(
+    file: str, code: str, message: str, hint: str = "", line: int = 1, column: int = 1
+) -> GraphError:
+    """A GraphError holding one problem."""
+    return GraphError([Problem(file, line, column, code, "error", message, hint)])
 
 
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise GraphError(
-            [
-                Problem(
-                    str(path),
-                    1,
-                    1,
-                    "unreadable",
-                    "error",
-                    f"{path} is not UTF-8 text ({exc.reason})",
-                )
-            ]
-        ) from None
+        raise _fail(str(path), "unreadable", f"{path} is not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
-        raise _unreadable(str(path), exc) from None
+        reason = exc.strerror or str(exc)
+        raise _fail(str(path), "unreadable", f"cannot read {path}: {reason}") from None
 
 
 def parse_yaml_file(path: Path, text: str | None = None) -> tuple[Any, SourceMap]:
-    text = _read_text(path) if text is None else text
-    try:
-        return load_yaml(text, str(path))
-    except YamlSyntaxError as exc:
-        raise GraphError(
-            [
-                Problem(
-                    str(path),
-                    exc.line,
-                    exc.column,
-                    "yaml-syntax",
-                    "error",
-                    f"YAML syntax: {exc.message}",
-                )
-            ]
-        ) from None
+    return _parse_shifted(path, _read_text(path) if text is None else text, 0)
 
 
 # --------------------------------------------------------------------------- role library
@@ -137,35 +104,14 @@ def parse_role_file(path: Path) -> RoleSource:
         data, smap = _parse_shifted(path, fm_text, offset)
         data = {} if data is None else data
         if not isinstance(data, dict):
-            raise GraphError(
-                [
-                    Problem(
-                        str(path),
-                        1,
-                        1,
-                        "bad-type",
-                        "error",
-                        "a role file's frontmatter must be a mapping of role fields",
-                    )
-                ]
-            )
+            message = "a role file's frontmatter must be a mapping of role fields"
+            raise _fail(str(path), "bad-type", message)
         if body.strip() and "procedure" not in data:
             data["procedure"] = body.strip() + "\n"
         return RoleSource(path.stem, data, smap)
     data, smap = parse_yaml_file(path)
     if not isinstance(data, dict):
-        raise GraphError(
-            [
-                Problem(
-                    str(path),
-                    1,
-                    1,
-                    "bad-type",
-                    "error",
-                    "a role file must be a mapping of role fields",
-                )
-            ]
-        )
+        raise _fail(str(path), "bad-type", "a role file must be a mapping of role fields")
     return RoleSource(path.stem, data, smap)
 
 
@@ -173,18 +119,12 @@ def _parse_shifted(path: Path, text: str, line_offset: int) -> tuple[Any, Source
     try:
         data, smap = load_yaml(text, str(path))
     except YamlSyntaxError as exc:
-        raise GraphError(
-            [
-                Problem(
-                    str(path),
-                    exc.line + line_offset,
-                    exc.column,
-                    "yaml-syntax",
-                    "error",
-                    f"YAML syntax: {exc.message}",
-                )
-            ]
+        message = f"YAML syntax: {exc.message}"
+        raise _fail(
+            str(path), "yaml-syntax", message, line=exc.line + line_offset, column=exc.column
         ) from None
+    if not line_offset:
+        return data, smap
     smap.values = {k: (ln + line_offset, c) for k, (ln, c) in smap.values.items()}
     smap.keys = {k: (ln + line_offset, c) for k, (ln, c) in smap.keys.items()}
     return data, smap
@@ -347,18 +287,8 @@ def load_graph(source: str | os.PathLike[str], *, text: str | None = None) -> Gr
 def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
     file = smap.file
     if not isinstance(data, dict):
-        raise GraphError(
-            [
-                Problem(
-                    file,
-                    1,
-                    1,
-                    "bad-type",
-                    "error",
-                    "a graph file must be a YAML mapping (name, description, roles, graph)",
-                )
-            ]
-        )
+        message = "a graph file must be a YAML mapping (name, description, roles, graph)"
+        raise _fail(file, "bad-type", message)
     data = {k: v for k, v in data.items() if not str(k).startswith("x-")}
     problems: list[Problem] = []
     # Fields from library roles point into their own files.

@@ -109,3 +109,18 @@ def _build(loader: Any, node: yaml.Node, path: Path_, smap: SourceMap, depth: in
     if isinstance(node, yaml.SequenceNode):
         return [_build(loader, v, path + (i,), smap, depth + 1) for i, v in enumerate(node.value)]
     return loader.construct_object(node, deep=True)
+
+
+def typed_value(text: str, schema: Any = None) -> Any:
+    """A value typed at a prompt or on the command line, read for a field of `schema`.
+
+    Text stays text for string fields (and fields of no declared type); other fields read it as
+    YAML 1.2 (`3`, `true`, `[a, b]`), falling back to the text when it is not valid YAML.
+    """
+    declared = schema.get("type") if isinstance(schema, dict) else None
+    if declared in (None, "string") or (isinstance(declared, list) and "string" in declared):
+        return text
+    try:
+        return yaml.load(text, Loader=Yaml12Loader)
+    except yaml.YAMLError:
+        return text
