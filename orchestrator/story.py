@@ -20,14 +20,8 @@ from .engine import (
     ThreadSuspended,
     fold,
 )
+from .ledger import TOKEN_KEYS, money, tokens
 from .store.base import StoredEvent, ThreadRow
-
-TOKEN_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-)
 
 
 @dataclass
@@ -113,11 +107,9 @@ def _when(ts: float) -> str:
 
 
 def story_text(row: ThreadRow, events: list[StoredEvent]) -> str:
-    from .cli.display import money
-
     state = fold([s.event for s in events])
     steps = build_steps(events)
-    total = sum(sum(s.usage.get(k, 0) for k in TOKEN_KEYS) for s in steps)
+    total = sum(tokens(s.usage) for s in steps)
     lines = [
         f"thread {row.id} · {row.graph} · {state.status} · {len(state.steps)} steps · "
         f"{money(state.cost_usd)} · {total:,} tokens",
@@ -128,7 +120,7 @@ def story_text(row: ThreadRow, events: list[StoredEvent]) -> str:
     for s in steps:
         outcome = f"→ {s.status}" if s.status else "(not committed)"
         facts = [f"{s.duration_s:.1f}s"] if s.status else []
-        tok = sum(s.usage.get(k, 0) for k in TOKEN_KEYS)
+        tok = tokens(s.usage)
         if tok:
             cached = s.usage.get("cache_read_input_tokens", 0)
             facts.append(f"{tok:,} tok" + (f" ({cached:,} cached)" if cached else ""))

@@ -26,8 +26,8 @@ def run_batch_command(
 ) -> int:
     """Run the batch and print a summary table; returns the exit code."""
     from ..batch import BatchInputError, BatchItem, read_batch, run_batch
+    from ..ledger import money
     from ..runner import RunOptions
-    from .display import money
     from .run import isolate
 
     try:

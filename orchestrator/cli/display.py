@@ -16,23 +16,8 @@ from ..engine import (
     ThreadState,
     ThreadSuspended,
 )
+from ..ledger import money, tokens
 from ..store.base import StoredEvent
-
-
-def money(value: float) -> str:
-    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
-
-
-def tokens(usage: dict[str, int]) -> int:
-    return sum(
-        int(usage.get(k, 0))
-        for k in (
-            "input_tokens",
-            "output_tokens",
-            "cache_read_input_tokens",
-            "cache_creation_input_tokens",
-        )
-    )
 
 
 def json_line(stored: StoredEvent, thread_id: str) -> str:

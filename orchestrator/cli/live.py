@@ -36,9 +36,10 @@ from ..engine import (
     ThreadState,
     ThreadSuspended,
 )
+from ..ledger import money, tokens
 from ..spec.models import END, START
 from ..store.base import StoredEvent
-from .display import describe, money, step_facts, tokens
+from .display import describe, step_facts
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -184,7 +185,7 @@ class LiveView:
                 self.print(self.note_line(event, state, "yellow"))
             case ThreadSuspended() | HumanWaiting():
                 # A step that failed may still have spent tokens (ThreadSuspended.usage).
-                self.tokens += tokens(getattr(event, "usage", None) or {})
+                self.tokens += tokens(getattr(event, "usage", None))
                 self.step = self.role = None
                 self.print(self.note_line(event, state, "yellow"))
             case ThreadCompleted():

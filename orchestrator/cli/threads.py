@@ -53,7 +53,7 @@ def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> No
     if not rows:
         click.echo("no threads" + (f" with status {state}" if state else ""))
         return
-    from .display import money
+    from ..ledger import money
 
     click.echo(f"{'ID':<26}  {'GRAPH':<18} {'STATE':<10} {'STEPS':>5} {'COST':>9}  UPDATED")
     for row in rows:
