@@ -19,6 +19,18 @@ from .actors.base import ActorError, ActReply, ActRequest, Usage
 from .engine import AttemptRejected, Event, StepCommitted, StepStarted, fold
 
 RECORDING_VERSION = 1
+RECORDING_SUFFIXES = (".yaml", ".yml")
+
+
+def recordings_under(folder: Path) -> list[Path]:
+    """Every `*.yaml`/`*.yml` file under `folder`, sorted; hidden files and folders skipped."""
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix in RECORDING_SUFFIXES
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
 
 
 @dataclass(frozen=True)

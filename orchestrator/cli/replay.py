@@ -21,26 +21,20 @@ import click
 
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, load_graph_or_exit
 
-SUFFIXES = (".yaml", ".yml")
-
 
 def recording_paths(args: tuple[str, ...]) -> tuple[list[Path], list[str]]:
     """Expand the arguments: a file stays itself, a folder gives its recordings (sorted).
 
     Returns the paths and the errors (a missing path, a folder without recordings).
     """
+    from ..recording import recordings_under
+
     paths: list[Path] = []
     errors: list[str] = []
     for arg in args:
         path = Path(arg)
         if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix in SUFFIXES
-                and p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            found = recordings_under(path)
             if not found:
                 errors.append(f"{arg}: no recordings (*.yaml, *.yml) in this folder")
             paths.extend(found)

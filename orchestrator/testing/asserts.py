@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from . import Trace, TraceStep
 
 ARROW = " → "
-RECORDING_SUFFIXES = (".yaml", ".yml")
 
 
 # --------------------------------------------------------------------------- describing a trace
@@ -243,13 +242,9 @@ def recording_files(folder: str | Path) -> list[Path]:
             f"no folder {root} (from {Path.cwd()}); in a test module, "
             f'Path(__file__).parent / "recordings" finds a folder next to the test file'
         )
-    found = sorted(
-        p
-        for p in root.rglob("*")
-        if p.suffix in RECORDING_SUFFIXES
-        and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+    from ..recording import recordings_under
+
+    found = recordings_under(root)
     if not found:
         raise FileNotFoundError(f"no recordings (*.yaml, *.yml) in {root}")
     return found
