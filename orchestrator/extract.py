@@ -66,7 +66,7 @@ import difflib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -908,6 +908,18 @@ def _validate(chosen: StatusContract, data: dict[str, Any], single_exit: bool) -
 
 
 # --------------------------------------------------------------------------- the pipeline
+
+
+def format_reply(status: str | None, fields: Mapping[str, Any], body: str = "") -> str:
+    """The inverse of `extract_output`: a reply text from a status, fields and a body.
+
+    Used for answers typed by people (`threads answer --status --set`, the terminal interview)
+    and for replies built in tests (`orchestrator.testing.reply`). No status: no `$status` line.
+    """
+    data: dict[str, Any] = {} if status is None else {STATUS_KEY: status}
+    data.update(fields)
+    front = yaml.safe_dump(data, sort_keys=False, allow_unicode=True) if data else ""
+    return f"---\n{front}---\n{body}"
 
 
 def extract_output(text: str, role: Role) -> Output:

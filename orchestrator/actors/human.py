@@ -17,18 +17,6 @@ from .base import ActReply, ActRequest, HumanNeeded
 Ask = Callable[[str], str]
 
 
-def answer_text(status: str | None, fields: dict[str, object], body: str = "") -> str:
-    """A reply text from a status and fields (what `threads answer --status --set` sends)."""
-    import yaml
-
-    data: dict[str, object] = {}
-    if status is not None and status != "_":
-        data["$status"] = status
-    data.update(fields)
-    front = yaml.safe_dump(data, sort_keys=False, allow_unicode=True) if data else ""
-    return f"---\n{front}---\n{body}"
-
-
 class HumanActor:
     kind = "human"
 
@@ -77,4 +65,6 @@ class HumanActor:
                 if value or not optional:
                     fields[name] = typed_value(value, spec.field_schemas.get(name))
         body = ask("notes (optional)> ")
-        return answer_text(None if contract.single_exit else status, fields, body)
+        from ..extract import format_reply
+
+        return format_reply(None if contract.single_exit else status, fields, body)

@@ -181,9 +181,8 @@ def answer(
     as_json: bool,
 ) -> None:
     """Answer for a human role of a waiting thread, then continue it."""
-    from ..actors.human import answer_text
     from ..engine import StepCommitted
-    from ..extract import ExtractError, extract_output
+    from ..extract import ExtractError, extract_output, format_reply
     from ..runner import RunOptions, Thread
     from ..spec.yamlpos import typed_value
     from ..store.base import ThreadBusy
@@ -214,7 +213,7 @@ def answer(
             k: typed_value(v, schemas.get(k, {"type": "any"}))
             for k, v in parse_assignments(assignments, "--set").items()
         }
-        text = answer_text(status, fields)
+        text = format_reply(status, fields)
     try:
         output = extract_output(text, role)
     except ExtractError as exc:

@@ -154,14 +154,9 @@ def resume(
 
 def reply(status: str | None = None, body: str = "", **fields: Any) -> str:
     """Build a reply text from fields: `reply(status="ready", plan="...")`."""
-    import yaml
+    from ..extract import format_reply
 
-    data: dict[str, Any] = {}
-    if status is not None:
-        data["$status"] = status
-    data.update(fields)
-    front = yaml.safe_dump(data, sort_keys=False, allow_unicode=True) if data else ""
-    return f"---\n{front}---\n{body}"
+    return format_reply(status, fields, body)
 
 
 def replay(graph: Graph | str | Path, recording: Recording | str | Path) -> ReplayReport:
