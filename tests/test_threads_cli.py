@@ -229,3 +229,25 @@ def test_resume_refuses_a_changed_graph_with_errors(
     assert out.returncode == 1
     assert "missing-status-edge" in out.stderr or "unknown-status-edge" in out.stderr
     assert project.threads()[0]["state"] == "suspended"  # nothing ran
+
+
+def test_roles_played_by_claude_need_a_key_before_anything_starts(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    project = make(tmp_path)
+    project.graph(
+        LOOP_GRAPH.replace("    actor: { command: [PYTHON, AGENT], timeout: 60 }\n", ""), "loop"
+    )
+    env = project.env()
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("ANTHROPIC_AUTH_TOKEN", None)
+    (tmp_path / "batch.jsonl").write_text('{"task": "a"}\n')
+    for args in (("run", "loop", "x"), ("run", "loop", "--batch", "batch.jsonl")):
+        out = subprocess.run(
+            project.cmd(*args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 2, out.stderr
+        assert "No Anthropic API key" in out.stderr and "Traceback" not in out.stderr
+    assert not (project.store / "threads.db").exists() or project.threads() == []
+    assert os.environ.get("ANTHROPIC_API_KEY")  # the test's own environment is untouched

@@ -76,6 +76,15 @@ class _IncompleteStream(Exception):
     """The event stream ended without `message_stop`."""
 
 
+def env_credentials() -> dict[str, str]:
+    """The SDK's credentials from the environment: the API key, else an auth token, else none."""
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if key:
+        return {"api_key": key}
+    token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    return {"auth_token": token} if token else {}
+
+
 @dataclass
 class _Spent:
     """Tokens a step has spent so far, kept when the step fails half-way."""
@@ -233,20 +242,19 @@ class AnthropicActor:
         loop = asyncio.get_running_loop()
         if self._client is not None and self._client_loop is loop:
             return self._client
-        key = self._api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-        token = None if key else (os.environ.get("ANTHROPIC_AUTH_TOKEN") or None)
-        if not key and not token:
+        credentials = {"api_key": self._api_key} if self._api_key else env_credentials()
+        if not credentials:
             raise ActorError(NO_KEY, kind="provider")
         import anthropic  # deferred: about a second of import time
 
-        credentials = {"api_key": key} if key else {"auth_token": token}
-        self._secret = tuple(s for s in (key, token) if s)
+        self._secret = tuple(credentials.values())
         # A connection pool belongs to the event loop it was made on, so a new loop (a caller
         # using asyncio.run per step) gets a new client. The http client is passed in because
         # the SDK's default one schedules its own close on whatever loop runs when it is
         # garbage-collected, which fails noisily once its own loop is gone.
         self._client = anthropic.AsyncAnthropic(
-            **credentials,
+            api_key=credentials.get("api_key"),
+            auth_token=credentials.get("auth_token"),
             base_url=self._base_url,
             max_retries=self.max_retries,
             timeout=self.timeout,

@@ -112,20 +112,23 @@ def run(
         )
 
     if batch_path is not None:
-        run_batch(
+        if task is not None or replay_path is not None:
+            fail("--batch takes its inputs from the file: no TASK and no --replay")
+        from ..runner import RunOptions
+        from .batch import run_batch_command
+
+        code = run_batch_command(
             graph,
             batch_path,
-            task,
-            inputs,
-            workspace,
-            in_place,
-            replay_path,
-            concurrency,
-            max_steps,
-            model,
-            store_dir,
-            as_json,
+            typed_inputs(graph.input_schema, parse_assignments(inputs)),
+            store=open_store(store_dir),
+            folder=ready_workspace(graph, workspace, replay=False),
+            in_place=in_place,
+            concurrency=concurrency,
+            options=RunOptions(max_steps=max_steps, model=model),
+            as_json=as_json,
         )
+        sys.exit(code)
     recording = None
     if replay_path is not None:
         from ..recording import RecordingError, load_recording
@@ -151,13 +154,7 @@ def run(
         check_inputs(graph, values)  # before a worktree is made for a thread that cannot start
     except InputError as exc:
         fail(f"inputs: {exc}")
-    if recording is None and needs_anthropic_key(graph):
-        from ..actors.anthropic import NO_KEY
-
-        fail(NO_KEY)  # before a thread, a worktree and a branch exist for nothing
-    folder = (workspace or Path.cwd()).resolve()
-    if not folder.is_dir():
-        fail(f"the workspace {folder} is not a directory")
+    folder = ready_workspace(graph, workspace, replay=recording is not None)
     store = open_store(store_dir)
     thread_id = new_thread_id()
     tree = None
@@ -193,54 +190,18 @@ def run(
     sys.exit(code)
 
 
-def run_batch(
-    graph: Any,
-    batch_path: Path,
-    task: str | None,
-    inputs: tuple[str, ...],
-    workspace: Path | None,
-    in_place: bool,
-    replay_path: Path | None,
-    concurrency: int,
-    max_steps: int | None,
-    model: str | None,
-    store_dir: Path | None,
-    as_json: bool,
-) -> None:
-    from ..runner import RunOptions
-    from .batch import run_batch_command
+def ready_workspace(graph: Any, workspace: Path | None, *, replay: bool) -> Path:
+    """The checks before a thread, a worktree and a branch exist for nothing: credentials for
+    roles Claude plays (unless replaying), and a workspace that is a directory."""
+    from ..actors.anthropic import NO_KEY, env_credentials
 
-    if task is not None or replay_path is not None:
-        fail("--batch takes its inputs from the file: no TASK and no --replay")
-    if needs_anthropic_key(graph):
-        from ..actors.anthropic import NO_KEY
-
+    plays_claude = any(role.actor == "anthropic" for role in graph.roles.values())
+    if plays_claude and not replay and not env_credentials():
         fail(NO_KEY)
     folder = (workspace or Path.cwd()).resolve()
     if not folder.is_dir():
         fail(f"the workspace {folder} is not a directory")
-    defaults = typed_inputs(graph.input_schema, parse_assignments(inputs))
-    code = run_batch_command(
-        graph,
-        batch_path,
-        defaults,
-        store=open_store(store_dir),
-        folder=folder,
-        in_place=in_place,
-        concurrency=concurrency,
-        options=RunOptions(max_steps=max_steps, model=model),
-        as_json=as_json,
-    )
-    sys.exit(code)
-
-
-def needs_anthropic_key(graph: Any) -> bool:
-    """True when some role is played by Claude and no credentials are set."""
-    import os
-
-    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-        return False
-    return any(role.actor == "anthropic" for role in graph.roles.values())
+    return folder
 
 
 def isolate(graph: Any, folder: Path, store: Any, thread_id: str) -> Any:
