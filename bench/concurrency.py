@@ -141,7 +141,8 @@ def load(folder: Path) -> Any:
 
 def recorded_bodies(graph: Any, folder: Path) -> list[dict[str, Any]]:
     """The request bodies of one orchestrator thread, for the raw SDK to send as they are."""
-    from orchestrator.runner import RunOptions, run_thread
+    from orchestrator import run_thread
+    from orchestrator.run.options import RunOptions
     from orchestrator.store.memory import MemoryStore
     from orchestrator.testing.fake_anthropic import FakeAnthropic
 
@@ -165,8 +166,8 @@ async def orchestrator_level(
     graph: Any, folder: Path, threads: int, concurrency: int, store_kind: str, args: Any
 ) -> float:
     from orchestrator.actors.anthropic import AnthropicActor
-    from orchestrator.batch import run_batch
-    from orchestrator.runner import RunOptions
+    from orchestrator.run.batch import run_batch
+    from orchestrator.run.options import RunOptions
     from orchestrator.store.memory import MemoryStore
     from orchestrator.store.sqlite import SqliteStore
 

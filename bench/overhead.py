@@ -60,7 +60,8 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from orchestrator.actors.base import ActReply, ActRequest
-from orchestrator.runner import RunOptions, advance, start_thread
+from orchestrator.run.options import RunOptions
+from orchestrator.run.session import Session
 from orchestrator.spec.loader import load_graph
 from orchestrator.store.memory import MemoryStore
 from orchestrator.store.sqlite import SqliteStore
@@ -181,9 +182,10 @@ def run_orchestrator(steps: int, folder: Path, durable: bool) -> float:
     store = SqliteStore(folder / f"store-{uuid.uuid4().hex}") if durable else MemoryStore()
     actor = Instant(steps)
     started = time.perf_counter()
-    thread_id = start_thread(graph, INPUTS, store, workspace=folder)
+    session = Session(store)
+    thread_id = session.start(graph, INPUTS, folder=folder).thread_id
     result = asyncio.run(
-        advance(graph, store, thread_id, actor_for=lambda n, r: actor, options=RunOptions())
+        session.advance(graph, thread_id, actor_for=lambda n, r: actor, options=RunOptions())
     )
     elapsed = time.perf_counter() - started
     assert result.state == "completed" and result.steps == steps, result

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from orchestrator.actors.base import ActReply, ActRequest
-from orchestrator.runner import RunOptions, advance, start_thread
+from orchestrator.run.options import RunOptions
+from orchestrator.run.session import Session
 from orchestrator.spec.loader import load_graph
 from orchestrator.store.memory import MemoryStore
 from orchestrator.store.sqlite import SqliteStore
@@ -72,10 +73,11 @@ def run(steps: int, store_kind: str, folder: Path) -> tuple[float, float, float]
     graph = load_graph(path)
     store = MemoryStore() if store_kind == "memory" else SqliteStore(folder / f"store-{steps}")
     actor = Instant(steps)
-    thread_id = start_thread(graph, {"task": "bench"}, store, workspace=folder)
+    session = Session(store)
+    thread_id = session.start(graph, {"task": "bench"}, folder=folder).thread_id
     started = time.perf_counter()
     result = asyncio.run(
-        advance(graph, store, thread_id, actor_for=lambda n, r: actor, options=RunOptions())
+        session.advance(graph, thread_id, actor_for=lambda n, r: actor, options=RunOptions())
     )
     total = time.perf_counter() - started
     assert result.state == "completed" and result.steps == steps, result

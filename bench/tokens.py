@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.engine import StepCommitted
+from orchestrator import run_thread
+from orchestrator.core.events import StepCommitted
 from orchestrator.model_config import resolve_model
-from orchestrator.runner import RunOptions, run_thread
+from orchestrator.run.options import RunOptions
 from orchestrator.spec.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse

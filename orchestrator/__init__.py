@@ -1,10 +1,12 @@
 """orchestrator: run multi-agent work as a graph of roles.
 
-The public API (FORMAT.md section 10) is imported lazily so that the command line starts fast.
+The public API (docs/format.md section 10) is imported lazily so that the command line starts
+fast: `import orchestrator` loads nothing else until a name is used.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
@@ -13,9 +15,16 @@ __all__ = [
     "GraphError",
     "Output",
     "Problem",
+    "ThreadInfo",
+    "ThreadResult",
+    "answer_thread",
+    "arun_thread",
+    "cancel_thread",
     "extract_output",
+    "get_thread",
     "lint",
     "load_graph",
+    "resume_thread",
     "run_thread",
 ]
 
@@ -28,21 +37,35 @@ _EXPORTS = {
     "extract_output": "orchestrator.extract",
     "ExtractError": "orchestrator.extract",
     "Output": "orchestrator.extract",
-    "run_thread": "orchestrator.runner",
+    "ThreadResult": "orchestrator.run.options",
+    "ThreadInfo": "orchestrator.run.api",
+    "run_thread": "orchestrator.run.api",
+    "arun_thread": "orchestrator.run.api",
+    "resume_thread": "orchestrator.run.api",
+    "answer_thread": "orchestrator.run.api",
+    "cancel_thread": "orchestrator.run.api",
+    "get_thread": "orchestrator.run.api",
 }
 
 if TYPE_CHECKING:
     from orchestrator.extract import ExtractError, Output, extract_output
     from orchestrator.linter import lint
     from orchestrator.problems import GraphError, Problem
-    from orchestrator.runner import run_thread
+    from orchestrator.run.api import (
+        ThreadInfo,
+        answer_thread,
+        arun_thread,
+        cancel_thread,
+        get_thread,
+        resume_thread,
+        run_thread,
+    )
+    from orchestrator.run.options import ThreadResult
     from orchestrator.spec.loader import load_graph
     from orchestrator.spec.models import Graph
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        import importlib
-
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")

@@ -16,7 +16,9 @@ from typing import Any
 import yaml
 
 from .actors.base import ActorError, ActReply, ActRequest, Usage
-from .engine import AttemptRejected, Event, StepCommitted, StepStarted, fold
+from .core.events import Event
+from .core.steps import thread_view
+from .spec.yamlpos import Yaml12Loader
 
 RECORDING_VERSION = 1
 RECORDING_SUFFIXES = (".yaml", ".yml")
@@ -105,42 +107,30 @@ _BlockDumper.add_representer(str, _str_representer)
 
 def recording_from_events(events: list[Event]) -> Recording:
     """Build a recording from a thread's event log (the `threads export` format)."""
-    state = fold(events)
-    prompts: dict[int, str] = {}
-    attempts: dict[int, list[RecordedAttempt]] = {}
-    steps: list[RecordedStep] = []
-    for event in events:
-        if isinstance(event, StepStarted):
-            prompts[event.step] = event.prompt
-            attempts[event.step] = []
-        elif isinstance(event, AttemptRejected):
-            attempts.setdefault(event.step, []).append(
-                RecordedAttempt(event.reply, tuple(event.errors))
-            )
-        elif isinstance(event, StepCommitted):
-            steps.append(
-                RecordedStep(
-                    role=event.role,
-                    output=event.reply,
-                    prompt=prompts.get(event.step, ""),
-                    attempts=tuple(attempts.get(event.step, [])),
-                    usage=dict(event.usage),
-                )
-            )
+    view = thread_view(events)
+    state = view.state
+    steps = tuple(
+        RecordedStep(
+            role=s.role,
+            output=s.reply,
+            prompt=s.prompt,
+            attempts=tuple(RecordedAttempt(a.reply, a.errors) for a in s.attempts),
+            usage=dict(s.usage),
+        )
+        for s in view.committed
+    )
     return Recording(
         graph=state.graph,
-        steps=tuple(steps),
+        steps=steps,
         graph_hash=state.graph_hash,
         inputs=dict(state.inputs),
-        state=state.status,
+        state=str(state.status),
         final=state.final,
     )
 
 
 def load_recording(path: str | Path) -> Recording:
     """Read a recording file. Raises RecordingError with the file and the problem."""
-    from .spec.yamlpos import Yaml12Loader
-
     p = Path(path)
     try:
         data = yaml.load(p.read_text(encoding="utf-8-sig"), Loader=Yaml12Loader)

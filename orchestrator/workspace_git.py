@@ -88,6 +88,7 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         return {
             "branch": self.worktree.branch,
+            "repo": self.worktree.repo,
             "path": self.worktree.path,
             "base": self.worktree.base,
             "commit": self.commit,

@@ -6,6 +6,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,8 @@ from orchestrator.actors.base import ActorError, ActRequest, Attempt, HumanNeede
 from orchestrator.actors.command import CommandProcessActor, scrubbed_environment
 from orchestrator.actors.human import HumanActor
 from orchestrator.extract import extract_output
-from orchestrator.runner import resolve_model
+from orchestrator.model_config import resolve_model
+from orchestrator.run.actors import model_settings
 from orchestrator.spec.models import Graph
 from tests.graphs_for_tests import REVIEW_LOOP
 
@@ -104,13 +106,23 @@ def test_human_actor_interview_builds_a_valid_reply(loop: Graph, tmp_path: Path)
 
 
 def test_model_resolution_order(loop: Graph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--model, then the role's model, then the graph's defaults, then ORCHESTRATOR_MODEL."""
+
+    def model(role: Any, override: str | None = None) -> str:
+        return resolve_model(model_settings(loop, role, override).model)
+
     role = loop.roles["writer"]
-    assert resolve_model(loop, role, None) is None
+    assert model_settings(loop, role).model is None
+    assert model(role) == resolve_model("sonnet")
     monkeypatch.setenv("ORCHESTRATOR_MODEL", "haiku")
-    assert resolve_model(loop, role, None) == "haiku"
+    assert model(role) == resolve_model("haiku")
+    with_defaults = loop.model_copy(
+        update={"defaults": loop.defaults.model_copy(update={"model": "opus"})}
+    )
+    assert resolve_model(model_settings(with_defaults, role).model) == resolve_model("opus")
     with_role_model = role.model_copy(update={"model": "opus"})
-    assert resolve_model(loop, with_role_model, None) == "opus"
-    assert resolve_model(loop, with_role_model, "sonnet") == "sonnet"
+    assert model(with_role_model) == resolve_model("opus")
+    assert model(with_role_model, "sonnet") == resolve_model("sonnet")
 
 
 def test_agent_process_dies_with_the_orchestrator(tmp_path: Path) -> None:

@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator.engine import AttemptRejected, StepCommitted
-from orchestrator.runner import RunOptions, advance, run_thread
+from orchestrator import run_thread
+from orchestrator.core.events import AttemptRejected, StepCommitted
+from orchestrator.core.outcomes import ResumeRequested
+from orchestrator.run.options import RunOptions
+from orchestrator.run.runner import advance
 from orchestrator.spec.models import Graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse
@@ -229,7 +232,9 @@ def test_provider_outage_suspends_and_resume_continues(
     events = store.events(result.thread_id)
     assert getattr(events[-1].event, "kind", None) == "provider"
 
-    resumed = asyncio.run(advance(graph, store, result.thread_id, options=options, resume=True))
+    resumed = asyncio.run(
+        advance(graph, store, result.thread_id, options=options, first=ResumeRequested())
+    )
     assert resumed.state == "completed"
     assert resumed.path[-1] == "$END"
     store.close()

@@ -214,7 +214,7 @@ def test_graph_command_highlights_a_thread(
 ) -> None:
     calls: list[tuple[Any, str]] = []
 
-    def thread_path(store_dir: Any, thread_id: str) -> Taken:
+    def thread_path(store_dir: Any, thread_id: str, graph: str | None = None) -> Taken:
         calls.append((store_dir, thread_id))
         return Taken.from_edges(TAKEN)
 
@@ -230,7 +230,7 @@ def test_graph_command_highlights_a_thread(
 def test_graph_command_reports_an_unknown_thread(
     tmp_path: Path, debate: Graph, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def thread_path(store_dir: Any, thread_id: str) -> Taken:
+    def thread_path(store_dir: Any, thread_id: str, graph: str | None = None) -> Taken:
         raise LookupError(f"no thread '{thread_id}'")
 
     monkeypatch.setattr(orchestrator.render, "thread_path", thread_path, raising=False)

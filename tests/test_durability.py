@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.engine import StepCommitted, ThreadStarted
+from orchestrator.core.engine import fold
+from orchestrator.core.events import StepCommitted, ThreadStarted
 from orchestrator.store.base import Owner, ThreadBusy
 from orchestrator.store.sqlite import SqliteStore
 from tests.cli_helpers import LOOP_GRAPH, Project
@@ -113,18 +114,20 @@ def test_two_processes_resuming_one_thread(tmp_path: Path) -> None:
 def test_store_refuses_a_taken_sequence_number(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
     started = ThreadStarted("T1", "g", "sha256:x", {}, str(tmp_path))
-    store.create(started, graph_path="g.yaml", snapshot={})
+    store.create(started, fold([started]).summary(), graph_path="g.yaml", snapshot={})
     commit = StepCommitted(1, "a", "_", {}, "", "reply")
-    store.append("T1", 2, commit)
+    summary = fold([started, commit]).summary()
+    store.append("T1", 2, commit, summary)
     with pytest.raises(ThreadBusy):
-        store.append("T1", 2, commit)
+        store.append("T1", 2, commit, summary)
     assert [s.seq for s in store.events("T1")] == [1, 2]
     assert store.thread("T1").steps == 1
 
 
 def test_lease_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
-    store.create(ThreadStarted("T2", "g", "h", {}, "."), graph_path="", snapshot={})
+    started = ThreadStarted("T2", "g", "h", {}, ".")
+    store.create(started, fold([started]).summary(), graph_path="", snapshot={})
     dead = Owner("dead", 999_999_999, Owner.this_process("x").host)
     alive_elsewhere = Owner("other", 1, "another-host")
     me = Owner.this_process("me")

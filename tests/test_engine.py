@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from orchestrator import engine
-from orchestrator.engine import StepCommitted, ThreadStarted
+from orchestrator.core import engine
+from orchestrator.core.events import StepCommitted, ThreadStarted, event_from_dict
 from orchestrator.spec.models import Graph
 from orchestrator.testing import reply, resume, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
@@ -173,8 +173,8 @@ def test_max_visits_guard(loop: Graph) -> None:
 
 
 def test_max_cost_guard(make_graph: MakeGraph) -> None:
+    from orchestrator import run_thread
     from orchestrator.actors.base import ActReply, ActRequest
-    from orchestrator.runner import run_thread
 
     graph = make_graph(
         """
@@ -315,7 +315,7 @@ def test_fold_is_deterministic_and_flat(loop: Graph) -> None:
     assert a == b
     assert sum(isinstance(e, StepCommitted) for e in events) == 2
     # every event survives a round trip through its dict form (what the store writes)
-    assert [engine.event_from_dict(e.to_dict()) for e in events] == events
+    assert [event_from_dict(e.to_dict()) for e in events] == events
 
 
 def test_optional_input_left_out_renders_through_sections(make_graph: MakeGraph) -> None:

@@ -10,7 +10,7 @@ good reply, except for the faults a case injects at one role:
 - the same bursts one longer than the retries, a slow response past the timeout, a stream cut
   in the middle of a message, malformed JSON and an empty reply: the thread suspends with a
   message that says what happened (and the kind a batch runner acts on); the fake is then
-  healthy again and `advance(..., resume=True)` completes the thread.
+  healthy again and `advance(..., first=ResumeRequested())` completes the thread.
 
 Whatever happens, the store's log must tell the same story: every committed step exactly once,
 in order, with the expected role and the scripted good reply (nothing lost, nothing duplicated);
@@ -32,8 +32,9 @@ from typing import Any
 
 import pytest
 
+from orchestrator import run_thread
 from orchestrator.actors.anthropic import AnthropicActor
-from orchestrator.engine import (
+from orchestrator.core.events import (
     StepCommitted,
     StepStarted,
     ThreadCompleted,
@@ -41,7 +42,9 @@ from orchestrator.engine import (
     ThreadStarted,
     ThreadSuspended,
 )
-from orchestrator.runner import ActorFor, RunOptions, ThreadResult, advance, run_thread
+from orchestrator.core.outcomes import ResumeRequested
+from orchestrator.run.options import ActorFor, RunOptions, ThreadResult
+from orchestrator.run.runner import advance
 from orchestrator.spec.models import Graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse
@@ -433,7 +436,7 @@ def test_fault_matrix(case: Case, server: FakeAnthropic, graph: Graph, tmp_path:
                 result.thread_id,
                 actor_for=actor_for,
                 options=options,
-                resume=True,
+                first=ResumeRequested(),
             )
         )
 

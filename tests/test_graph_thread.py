@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.engine import (
+from orchestrator.core.events import (
     StepCommitted,
     StepStarted,
     ThreadCompleted,

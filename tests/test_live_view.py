@@ -17,10 +17,11 @@ from rich.console import Console
 
 from orchestrator.cli import cli
 from orchestrator.cli.display import PlainPrinter
+from orchestrator.cli.drive import choose_view
 from orchestrator.cli.live import LiveView, back_edges, clock_text, live_possible
-from orchestrator.cli.run import choose_view
-from orchestrator.engine import ThreadState, apply
-from orchestrator.runner import RunOptions
+from orchestrator.core.engine import apply
+from orchestrator.core.state import ThreadState
+from orchestrator.run.options import RunOptions
 from orchestrator.spec.loader import load_graph
 from orchestrator.store.base import StoredEvent
 from orchestrator.testing import reply, simulate
@@ -84,7 +85,7 @@ def test_each_finished_step_is_one_line_and_loops_are_marked() -> None:
 
 
 def test_the_status_line_shows_role_step_time_tokens_and_cost() -> None:
-    from orchestrator.engine import StepCommitted, StepStarted
+    from orchestrator.core.events import StepCommitted, StepStarted
 
     graph = load_graph("solve-issue")
     clock = Clock()
@@ -119,7 +120,7 @@ def test_the_status_line_shows_role_step_time_tokens_and_cost() -> None:
 
 
 def test_the_display_steps_aside_while_a_person_answers() -> None:
-    from orchestrator.engine import StepStarted
+    from orchestrator.core.events import StepStarted
 
     graph = load_graph("solve-issue")
     view = LiveView(graph, "T1", console=recorded_console(), interactive=True)
@@ -132,7 +133,7 @@ def test_the_display_steps_aside_while_a_person_answers() -> None:
         planning = StepStarted(3, "planner", "plan", "requester", "answered")
         view(StoredEvent(4, 0.0, planning), state)
         assert view.paused  # a StepStarted does not bring it back; the answer's commit does
-        from orchestrator.engine import StepCommitted
+        from orchestrator.core.events import StepCommitted
 
         answered = StepCommitted(2, "requester", "answered", {"answer": "a"}, "", "r")
         apply(state, answered)

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.engine import fold
+from orchestrator.core.engine import fold
 from orchestrator.recording import load_recording
 from orchestrator.spec.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..core.events import SuspendKind
 from ..spec.models import Role
 
 
@@ -107,21 +108,21 @@ class ActReply:
 class ActorError(Exception):
     """The actor could not produce a reply (provider down, process failed, timeout).
 
-    The thread suspends with this message and can be resumed; `kind` is a short tag such as
-    "provider", "rate-limit", "timeout", "process", "tool-loop", "replay-divergence".
+    The thread suspends with this message and can be resumed; `kind` says why (one of
+    `SuspendKind`: provider, rate-limit, timeout, process, tool-loop, replay-divergence, ...).
     """
 
     def __init__(
         self,
         message: str,
-        kind: str = "actor",
+        kind: SuspendKind | str = SuspendKind.ACTOR,
         *,
         usage: Usage | None = None,
         cost_usd: float = 0.0,
     ):
         super().__init__(message)
         self.message = message
-        self.kind = kind
+        self.kind = SuspendKind(kind)  # an unknown kind is a bug: fail where it is raised
         # What the failed step already spent (calls that succeeded before the failure), so
         # the ledger counts it even though the step did not commit.
         self.usage = usage or Usage()

@@ -3,18 +3,52 @@
 In a terminal it shows the prompt, the allowed statuses and their fields, asks for a status and
 each field, and returns the answer as a reply text, which is validated like any reply (an invalid
 answer is shown its errors and asked again). Without a terminal it raises `HumanNeeded`: the
-thread waits until `orchestrator threads answer` supplies the reply.
+thread waits until `orchestrator threads answer` supplies the reply. Ctrl-C during the
+interview leaves the thread waiting for the same answer.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
+import threading
 from collections.abc import Callable
+from typing import TypeVar
 
+from ..extract import format_reply
 from ..spec.yamlpos import typed_value
 from .base import ActReply, ActRequest, HumanNeeded
 
 Ask = Callable[[str], str]
+T = TypeVar("T")
+
+
+async def _in_daemon_thread(work: Callable[[], T]) -> T:
+    """Run blocking terminal I/O off the event loop, in a thread that never blocks exit.
+
+    Ctrl-C then reaches the event loop at once (the interview is interrupted, the thread
+    waits for its answer) instead of waiting for `input()` to return; an executor thread would
+    keep the process alive until the person pressed Enter.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], object]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(lambda: done.done() or outcome())
+
+    def run() -> None:
+        try:
+            result = work()
+        except BaseException as exc:  # EOFError, KeyboardInterrupt: handed to the loop
+            error = exc
+            settle(lambda: done.set_exception(error))
+        else:
+            settle(lambda: done.set_result(result))
+
+    threading.Thread(target=run, name="human-interview", daemon=True).start()
+    return await done
 
 
 class HumanActor:
@@ -32,12 +66,12 @@ class HumanActor:
         self.show = show
 
     async def play(self, request: ActRequest) -> ActReply:
-        ask = self.ask
-        if ask is None:
-            if not (self.interactive and sys.stdin.isatty()):
-                raise HumanNeeded(request.role_name)
-            ask = input
-        return ActReply(text=self._interview(request, ask), message=request.prompt)
+        if self.ask is not None:
+            return ActReply(text=self._interview(request, self.ask), message=request.prompt)
+        if not (self.interactive and sys.stdin.isatty()):
+            raise HumanNeeded(request.role_name)
+        text = await _in_daemon_thread(lambda: self._interview(request, input))
+        return ActReply(text=text, message=request.prompt)
 
     def _interview(self, request: ActRequest, ask: Ask) -> str:
         contract = request.role.contract
@@ -65,6 +99,4 @@ class HumanActor:
                 if value or not optional:
                     fields[name] = typed_value(value, spec.field_schemas.get(name))
         body = ask("notes (optional)> ")
-        from ..extract import format_reply
-
         return format_reply(None if contract.single_exit else status, fields, body)

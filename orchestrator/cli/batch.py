@@ -9,35 +9,33 @@ from typing import Any
 
 import click
 
+from ..core.events import ThreadStatus
+from ..ledger import money
+from ..run.batch import BatchInputError, BatchItem, read_batch, run_batch
+from ..run.options import RunOptions
+from ..run.session import Session, SessionError
+from ..spec.models import Graph
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
+from .session import fail_session
 
 
 def run_batch_command(
-    graph: Any,
+    session: Session,
+    graph: Graph,
     batch_path: Path,
     defaults: dict[str, Any],
     *,
-    store: Any,
     folder: Path,
     in_place: bool,
     concurrency: int,
-    options: Any,
+    options: RunOptions,
     as_json: bool,
 ) -> int:
     """Run the batch and print a summary table; returns the exit code."""
-    from ..batch import BatchInputError, BatchItem, read_batch, run_batch
-    from ..ledger import money
-    from ..runner import RunOptions
-    from .run import isolate
-
     try:
-        batch = [{**defaults, **inputs} for inputs in read_batch(batch_path, graph)]
+        batch = read_batch(batch_path, graph, defaults)
     except BatchInputError as exc:
         fail(f"batch not started:\n{exc}", EXIT_USAGE)
-
-    def workspace_for(thread_id: str) -> Path:
-        tree = None if in_place else isolate(graph, folder, store, thread_id)
-        return Path(tree.workspace) if tree is not None else folder
 
     done = 0
 
@@ -69,10 +67,11 @@ def run_batch_command(
             run_batch(
                 graph,
                 batch,
-                store,
+                session,
                 concurrency=concurrency,
                 options_for=fresh_options,
-                workspace_for=workspace_for,
+                workspace=folder,
+                in_place=in_place,
                 on_done=on_done,
             )
         )
@@ -83,17 +82,19 @@ def run_batch_command(
             err=True,
         )
         return EXIT_WAITING
+    except SessionError as exc:
+        fail_session(exc)
     if not as_json:
-        summary(items, money)
+        summary(items)
     states = {item.result.state for item in items if item.result is not None}
-    if states <= {"completed"}:
+    if states <= {ThreadStatus.COMPLETED}:
         return EXIT_OK
-    if states & {"failed", "cancelled"}:
+    if states & {ThreadStatus.FAILED, ThreadStatus.CANCELLED}:
         return EXIT_PROBLEMS
     return EXIT_WAITING
 
 
-def summary(items: list[Any], money: Any) -> None:
+def summary(items: list[BatchItem]) -> None:
     click.echo(f"\n{'LINE':>4}  {'THREAD':<26}  {'STATE':<10} {'STEPS':>5} {'COST':>9}  REASON")
     total = 0.0
     for item in items:
@@ -101,12 +102,14 @@ def summary(items: list[Any], money: Any) -> None:
         if r is None:
             continue
         total += r.cost_usd
-        reason = (r.reason or "")[:60] if r.state != "completed" else ""
+        reason = (r.reason or "")[:60] if r.state != ThreadStatus.COMPLETED else ""
         click.echo(
             f"{item.line:>4}  {r.thread_id:<26}  {r.state:<10} {r.steps:>5} "
             f"{money(r.cost_usd):>9}  {reason}"
         )
-    finished = sum(1 for i in items if i.result is not None and i.result.state == "completed")
+    finished = sum(
+        1 for i in items if i.result is not None and i.result.state == ThreadStatus.COMPLETED
+    )
     click.echo(f"{finished} of {len(items)} completed, {money(total)} in all")
     if finished < len(items):
         click.echo("continue any other with: orchestrator threads resume ID")

@@ -37,29 +37,6 @@ def load_graph_or_exit(arg: str) -> Any:
         sys.exit(EXIT_USAGE)
 
 
-def open_store(store_dir: Path | None) -> Any:
-    from ..store.base import default_store_dir
-    from ..store.sqlite import SqliteStore
-
-    directory = default_store_dir(store_dir)
-    try:
-        return SqliteStore(directory)
-    except Exception as exc:  # sqlite3.Error, OSError: an unusable store directory
-        fail(f"cannot open the thread store in {directory}: {exc}")
-
-
-def find_thread(store: Any, thread_id: str) -> Any:
-    from ..store.base import ThreadNotFound
-
-    try:
-        return store.thread(thread_id)
-    except ThreadNotFound:
-        fail(
-            f"no thread '{thread_id}' in {getattr(store, 'directory', 'the store')}"
-            " (see `orchestrator threads list`)"
-        )
-
-
 def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str]:
     """KEY=VALUE or KEY=@FILE pairs; @FILE reads the file's text."""
     values: dict[str, str] = {}

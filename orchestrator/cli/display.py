@@ -7,15 +7,15 @@ from typing import Any
 
 import click
 
-from ..engine import (
+from ..core.events import (
     AttemptRejected,
     HumanWaiting,
     StepCommitted,
     ThreadCompleted,
     ThreadResumed,
-    ThreadState,
     ThreadSuspended,
 )
+from ..core.state import ThreadState
 from ..ledger import money, tokens
 from ..store.base import StoredEvent
 

@@ -32,7 +32,7 @@ def graph(graph_arg: str, fmt: str, thread_id: str | None, store_dir: Path | Non
     from ..render.diagram import to_dot, to_mermaid
 
     loaded = _load(graph_arg)
-    taken = _taken_path(store_dir, thread_id) if thread_id else None
+    taken = _taken_path(store_dir, thread_id, loaded.name) if thread_id else None
     render = to_dot if fmt == "dot" else to_mermaid
     click.echo(render(loaded, taken), nl=False)
 
@@ -50,11 +50,11 @@ def _load(arg: str) -> Any:
         sys.exit(2 if any(p.code == "unreadable" for p in err.problems) else 1)
 
 
-def _taken_path(store_dir: Path | None, thread_id: str) -> Any:
+def _taken_path(store_dir: Path | None, thread_id: str, graph: str) -> Any:
     from ..render import thread_path
 
     try:
-        return thread_path(store_dir, thread_id)
+        return thread_path(store_dir, thread_id, graph)
     except SystemExit:
         raise
     except Exception as exc:  # an unknown thread, an unreadable store

@@ -26,16 +26,16 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..engine import (
+from ..core.events import (
     AttemptRejected,
     HumanWaiting,
     StepCommitted,
     StepStarted,
     ThreadCompleted,
     ThreadResumed,
-    ThreadState,
     ThreadSuspended,
 )
+from ..core.state import ThreadState
 from ..ledger import money, tokens
 from ..spec.models import END, START
 from ..store.base import StoredEvent

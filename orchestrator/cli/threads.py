@@ -6,20 +6,24 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 
-from .common import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
-    EXIT_USAGE,
-    fail,
-    find_thread,
-    load_graph_or_exit,
-    open_store,
-    store_option,
-)
+from ..core.events import ThreadStatus
+from ..core.outcomes import Answered, Refused, ResumeRequested
+from ..extract import format_reply
+from ..ledger import money
+from ..problems import GraphError
+from ..recording import recording_from_events
+from ..run.options import RunOptions
+from ..run.session import Session, SessionError
+from ..spec.models import Graph
+from ..spec.yamlpos import typed_value
+from ..store.base import ThreadRow
+from ..story import story_json, story_text
+from .common import EXIT_OK, EXIT_USAGE, fail, parse_assignments, store_option
+from .drive import drive
+from .session import cli_session, fail_session
 
 
 @click.group()
@@ -27,7 +31,7 @@ def threads() -> None:
     """Inspect and continue threads."""
 
 
-STATES = ["running", "waiting", "suspended", "completed", "failed", "cancelled"]
+STATES = [str(s) for s in ThreadStatus if s != ThreadStatus.NEW]
 
 
 def ago(when: float) -> str:
@@ -44,8 +48,7 @@ def ago(when: float) -> str:
 @click.option("--json", "as_json", is_flag=True)
 def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> None:
     """List threads, oldest first."""
-    store = open_store(store_dir)
-    rows = store.threads(state)
+    rows = cli_session(store_dir).threads(state)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row.to_dict(), ensure_ascii=False))
@@ -53,15 +56,13 @@ def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> No
     if not rows:
         click.echo("no threads" + (f" with status {state}" if state else ""))
         return
-    from ..ledger import money
-
     click.echo(f"{'ID':<26}  {'GRAPH':<18} {'STATE':<10} {'STEPS':>5} {'COST':>9}  UPDATED")
     for row in rows:
         line = (
             f"{row.id:<26}  {row.graph[:18]:<18} {row.state:<10} {row.steps:>5} "
             f"{money(row.cost_usd):>9}  {ago(row.updated)}"
         )
-        if row.reason and row.state != "completed":
+        if row.reason and row.state != ThreadStatus.COMPLETED:
             line += f"  {row.reason[:60]}"
         click.echo(line)
 
@@ -72,47 +73,32 @@ def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> No
 @click.option("--json", "as_json", is_flag=True)
 def show(thread_id: str, store_dir: Path | None, as_json: bool) -> None:
     """Tell the story of a thread: each step, its status, fields, attempts, tokens and time."""
-    from ..story import story_json, story_text
-
-    store = open_store(store_dir)
-    row = find_thread(store, thread_id)
-    events = store.events(row.id)
+    session = cli_session(store_dir)
+    row = _row(session, thread_id)
+    events = session.store.events(row.id)
     if as_json:
         click.echo(json.dumps(story_json(row, events), ensure_ascii=False, default=str))
     else:
         click.echo(story_text(row, events))
 
 
-def _graph_for(row: Any, graph_arg: str | None) -> Any:
+def _row(session: Session, thread_id: str) -> ThreadRow:
+    try:
+        return session.thread(thread_id)
+    except SessionError as exc:
+        fail_session(exc)
+
+
+def _graph_for(session: Session, row: ThreadRow, graph_arg: str | None) -> Graph:
     """The thread's graph, loaded and linted: a changed graph with errors does not run."""
-    from ..linter import lint
-    from ..problems import has_errors
-
-    path = graph_arg or row.graph_path or row.graph
-    if not graph_arg and row.graph_path and not Path(row.graph_path).exists():
-        fail(f"the graph file {row.graph_path} of thread {row.id} is gone; pass --graph PATH")
-    graph = load_graph_or_exit(path)
-    problems = lint(graph)
-    if has_errors(problems):
-        for problem in problems:
+    try:
+        return session.graph_for(row, graph_arg)
+    except SessionError as exc:
+        fail_session(exc)
+    except GraphError as err:
+        for problem in err.problems:
             click.echo(problem.format(), err=True)
-        fail("the graph has errors; fix them, then resume", EXIT_PROBLEMS)
-    return graph
-
-
-def _warn_changes(store: Any, row: Any, graph: Any) -> None:
-    if graph.hash == row.graph_hash:
-        return
-    from ..graphdiff import graph_changes
-
-    changes = graph_changes(store.snapshot(row.id), graph.model_dump(mode="json"))
-    click.echo(
-        f"note: the graph changed since thread {row.id} started "
-        f"({row.graph_hash[:15]}… → {graph.hash[:15]}…):",
-        err=True,
-    )
-    for change in changes or ["(only formatting or library roles changed)"]:
-        click.echo(f"  - {change}", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 @threads.command("resume")
@@ -138,17 +124,13 @@ def resume(
     as_json: bool,
 ) -> None:
     """Continue a suspended, interrupted or completed thread."""
-    from ..runner import RunOptions
-    from .run import drive
-
-    store = open_store(store_dir)
-    row = find_thread(store, thread_id)
-    graph = _graph_for(row, graph_arg)
-    _warn_changes(store, row, graph)
+    session = cli_session(store_dir)
+    row = _row(session, thread_id)
+    graph = _graph_for(session, row, graph_arg)
     options = RunOptions(
         max_steps=max_steps, model=model, interactive=sys.stdin.isatty() and not as_json
     )
-    sys.exit(drive(graph, store, row.id, options, as_json, resume=True, message=message))
+    sys.exit(drive(session, graph, row.id, options, as_json, first=ResumeRequested(message)))
 
 
 @threads.command("answer")
@@ -181,25 +163,13 @@ def answer(
     as_json: bool,
 ) -> None:
     """Answer for a human role of a waiting thread, then continue it."""
-    from ..engine import StepCommitted
-    from ..extract import ExtractError, extract_output, format_reply
-    from ..runner import RunOptions, Thread
-    from ..spec.yamlpos import typed_value
-    from ..store.base import ThreadBusy
-    from .common import parse_assignments
-    from .run import drive
-
-    store = open_store(store_dir)
-    row = find_thread(store, thread_id)
-    graph = _graph_for(row, graph_arg)
-    thread = Thread(graph, store, row.id, RunOptions())
-    state = thread.state
-    if state.status != "waiting" or state.in_flight is None:
+    session = cli_session(store_dir)
+    row = _row(session, thread_id)
+    graph = _graph_for(session, row, graph_arg)
+    state = session.state(row.id)
+    if state.status != ThreadStatus.WAITING or state.in_flight is None:
         fail(f"thread {row.id} is {state.status}, not waiting for an answer")
-    step = state.in_flight
-    role = graph.roles.get(step.role)
-    if role is None:
-        fail(f"the graph no longer has role '{step.role}'")
+    role = graph.roles.get(state.in_flight.role)
     if reply_file is not None:
         if status or assignments:
             fail("use either --file or --status/--set, not both")
@@ -207,36 +177,15 @@ def answer(
     else:
         # Values are typed by the field's schema: `--set budget=300` is a number where the
         # contract says integer, and stays the text "300" where it says string.
-        contract = role.contract.for_status(status or "_")
+        contract = role.contract.for_status(status or "_") if role is not None else None
         schemas = contract.field_schemas if contract is not None else {}
         fields = {
             k: typed_value(v, schemas.get(k, {"type": "any"}))
             for k, v in parse_assignments(assignments, "--set").items()
         }
         text = format_reply(status, fields)
-    try:
-        output = extract_output(text, role)
-    except ExtractError as exc:
-        click.echo(f"the answer was not accepted for role '{step.role}':", err=True)
-        for error in exc.errors:
-            click.echo(f"  - {error}", err=True)
-        sys.exit(EXIT_PROBLEMS)
-    try:
-        thread.append(
-            StepCommitted(
-                step=step.step,
-                role=step.role,
-                status=output.status,
-                frontmatter=output.frontmatter,
-                body=output.body,
-                reply=text,
-                actor="human",
-            )
-        )
-    except ThreadBusy as exc:
-        fail(str(exc), EXIT_PROBLEMS)
     options = RunOptions(interactive=sys.stdin.isatty() and not as_json)
-    sys.exit(drive(graph, store, row.id, options, as_json))
+    sys.exit(drive(session, graph, row.id, options, as_json, first=Answered(text)))
 
 
 def _read(path: Path) -> str:
@@ -250,18 +199,14 @@ def _read(path: Path) -> str:
 @click.argument("thread_id")
 @store_option
 def cancel(thread_id: str, store_dir: Path | None) -> None:
-    """Cancel a thread; it cannot be resumed afterwards."""
-    from ..engine import ThreadCancelled
-    from ..store.base import ThreadBusy
-
-    store = open_store(store_dir)
-    row = find_thread(store, thread_id)
-    if row.state in ("completed", "failed", "cancelled"):
-        fail(f"thread {row.id} is already {row.state}", EXIT_PROBLEMS)
+    """Cancel a thread; it cannot be resumed afterwards. A process running it stops."""
+    session = cli_session(store_dir)
     try:
-        store.append(row.id, row.seq + 1, ThreadCancelled())
-    except ThreadBusy as exc:
-        fail(str(exc), EXIT_PROBLEMS)
+        row = session.cancel(thread_id)
+    except SessionError as exc:
+        fail_session(exc)
+    except Refused as exc:
+        fail(exc.message, EXIT_USAGE)
     click.echo(f"thread {row.id} cancelled")
     sys.exit(EXIT_OK)
 
@@ -278,12 +223,10 @@ def cancel(thread_id: str, store_dir: Path | None) -> None:
 )
 @store_option
 def export(thread_id: str, out: Path | None, store_dir: Path | None) -> None:
-    """Write a thread's recording (FORMAT 8), for replays and tests."""
-    from ..recording import recording_from_events
-
-    store = open_store(store_dir)
-    row = find_thread(store, thread_id)
-    recording = recording_from_events([s.event for s in store.events(row.id)])
+    """Write a thread's recording (docs/format.md section 8), for replays and tests."""
+    session = cli_session(store_dir)
+    row = _row(session, thread_id)
+    recording = recording_from_events([s.event for s in session.store.events(row.id)])
     text = recording.dump()
     if out is None:
         click.echo(text, nl=False)

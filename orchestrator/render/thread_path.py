@@ -17,41 +17,27 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..engine import Event, StepCommitted, StepStarted, ThreadCompleted
-from ..spec.models import END, SINGLE_EXIT, START
+from ..core.events import Event
+from ..core.steps import thread_view
+from ..store.base import ThreadNotFound, default_store_dir
+from ..store.sqlite import SqliteStore
 from .diagram import EdgeKey, Taken
 
 
 def edges_from_events(events: Iterable[Event]) -> list[EdgeKey]:
     """The edges a thread took, in order, from its events."""
-    edges: list[EdgeKey] = []
-    started: dict[int, int] = {}  # step number -> index of its edge in `edges`
-    last: tuple[str, str] | None = None  # the latest committed step's (role, status)
-    for event in events:
-        if isinstance(event, StepStarted):
-            edge = (event.source, event.status, event.role)
-            if event.step in started:
-                edges[started[event.step]] = edge  # decided again after a resume: same step
-            else:
-                started[event.step] = len(edges)
-                edges.append(edge)
-        elif isinstance(event, StepCommitted):
-            last = (event.role, event.status)
-        elif isinstance(event, ThreadCompleted):
-            source, status = last if last is not None else (START, SINGLE_EXIT)
-            edges.append((source, status, END))
-    return edges
+    return thread_view(list(events)).edges()
 
 
-def thread_path(store_dir: str | os.PathLike[str] | None, thread_id: str) -> Taken:
+def thread_path(
+    store_dir: str | os.PathLike[str] | None, thread_id: str, graph: str | None = None
+) -> Taken:
     """The edges thread `thread_id` (or a unique prefix of its id) took, from the store.
 
     `store_dir` None means the default store (`$ORCHESTRATOR_HOME` or `./.orchestrator/`).
-    Raises LookupError when there is no store there or no such thread.
+    Raises LookupError when there is no store there, no such thread, or (with `graph`) the
+    thread is of another graph: its path drawn on this graph would mean nothing.
     """
-    from ..store.base import ThreadNotFound, default_store_dir
-    from ..store.sqlite import SqliteStore
-
     directory = default_store_dir(store_dir)
     if not (Path(directory) / "threads.db").is_file():
         raise LookupError(f"no thread store in {directory} (pass --store DIR)")
@@ -66,4 +52,9 @@ def thread_path(store_dir: str | os.PathLike[str] | None, thread_id: str) -> Tak
             ) from None
     finally:
         store.close()
+    if graph is not None and row.graph != graph:
+        raise LookupError(
+            f"thread {row.id} is a thread of graph '{row.graph}', not of '{graph}'; "
+            f"draw it with `orchestrator graph {row.graph} --thread {row.id}`"
+        )
     return Taken.from_edges(edges_from_events(events))

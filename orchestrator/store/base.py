@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..engine import Event
+from ..core.events import Event, ThreadStarted, ThreadStatus
+from ..core.state import ThreadSummary
 
 
 def default_store_dir(store: str | os.PathLike[str] | None = None) -> Path:
@@ -47,7 +48,7 @@ class ThreadRow:
     graph: str
     graph_hash: str
     graph_path: str
-    state: str
+    state: ThreadStatus
     steps: int
     cost_usd: float
     input_tokens: int
@@ -100,53 +101,27 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-STATE_AFTER = {
-    "ThreadStarted": "running",
-    "StepStarted": "running",
-    "HumanWaiting": "waiting",
-    "ThreadSuspended": "suspended",
-    "ThreadResumed": "running",
-    "ThreadCompleted": "completed",
-    "ThreadFailed": "failed",
-    "ThreadCancelled": "cancelled",
-}
-
-
-def summary_delta(event: Event) -> dict[str, Any]:
-    """How one event changes a thread's summary row (state, steps, cost, tokens, reason)."""
-    name = type(event).__name__
-    delta: dict[str, Any] = {}
-    if name in STATE_AFTER:
-        delta["state"] = STATE_AFTER[name]
-    if name == "StepCommitted":
-        delta["steps"] = 1
-    cost = getattr(event, "cost_usd", 0.0) or 0.0
-    usage = getattr(event, "usage", None) or {}
-    delta["cost_usd"] = float(cost)
-    delta["input_tokens"] = (
-        int(usage.get("input_tokens", 0))
-        + int(usage.get("cache_read_input_tokens", 0))
-        + int(usage.get("cache_creation_input_tokens", 0))
-    )
-    delta["output_tokens"] = int(usage.get("output_tokens", 0))
-    reason = getattr(event, "reason", None) or getattr(event, "error", None)
-    if name in ("ThreadSuspended", "ThreadFailed", "ThreadCancelled"):
-        delta["reason"] = str(reason or "")
-    elif name == "HumanWaiting":
-        delta["reason"] = f"waiting for a person to answer as '{getattr(event, 'role', '')}'"
-    elif name in ("ThreadResumed", "ThreadCompleted", "StepStarted"):
-        delta["reason"] = ""
-    return delta
-
-
 class EventStore(Protocol):
+    """Events plus a summary row per thread. The summary is computed by the caller from the
+    folded state (`ThreadState.summary()`), so a store knows no rule of its own."""
+
     def create(
-        self, started: Any, *, graph_path: str, snapshot: dict[str, Any], owner: Owner | None = None
+        self,
+        started: ThreadStarted,
+        summary: ThreadSummary,
+        *,
+        graph_path: str,
+        snapshot: dict[str, Any],
+        owner: Owner | None = None,
     ) -> None: ...
 
-    def append(self, thread_id: str, seq: int, event: Event) -> StoredEvent: ...
+    def append(
+        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
+    ) -> StoredEvent: ...
 
-    def events(self, thread_id: str) -> list[StoredEvent]: ...
+    def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
+        """The thread's events with a sequence number above `after`, in order."""
+        ...
 
     def thread(self, thread_id: str) -> ThreadRow: ...
 

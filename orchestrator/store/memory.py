@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
-from ..engine import Event, ThreadStarted
-from .base import Owner, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow, summary_delta
+from ..core.events import Event, ThreadStarted, ThreadStatus
+from ..core.state import ThreadSummary
+from .base import Owner, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow
 
 
 class MemoryStore:
@@ -19,6 +21,7 @@ class MemoryStore:
     def create(
         self,
         started: ThreadStarted,
+        summary: ThreadSummary,
         *,
         graph_path: str,
         snapshot: dict[str, Any],
@@ -32,7 +35,7 @@ class MemoryStore:
             started.graph,
             started.graph_hash,
             graph_path,
-            "running",
+            ThreadStatus.RUNNING,
             0,
             0.0,
             0,
@@ -45,9 +48,9 @@ class MemoryStore:
         )
         if owner is not None:
             self._leases[started.thread_id] = owner
-        self.append(started.thread_id, 1, started)
+        self.append(started.thread_id, 1, started, summary)
 
-    def append(self, thread_id: str, seq: int, event: Event) -> StoredEvent:
+    def append(self, thread_id: str, seq: int, event: Event, summary: ThreadSummary) -> StoredEvent:
         log = self._events.get(thread_id)
         if log is None:
             raise ThreadNotFound(thread_id)
@@ -57,30 +60,23 @@ class MemoryStore:
             )
         stored = StoredEvent(seq, time.time(), event)
         log.append(stored)
-        row = self._rows[thread_id]
-        d = summary_delta(event)
-        self._rows[thread_id] = ThreadRow(
-            row.id,
-            row.graph,
-            row.graph_hash,
-            row.graph_path,
-            d.get("state", row.state),
-            row.steps + d.get("steps", 0),
-            row.cost_usd + d["cost_usd"],
-            row.input_tokens + d["input_tokens"],
-            row.output_tokens + d["output_tokens"],
-            row.created,
-            stored.at,
-            d.get("reason", row.reason),
-            row.workspace,
-            seq,
+        self._rows[thread_id] = replace(
+            self._rows[thread_id],
+            state=summary.status,
+            steps=summary.steps,
+            cost_usd=summary.cost_usd,
+            input_tokens=summary.input_tokens,
+            output_tokens=summary.output_tokens,
+            reason=summary.reason,
+            updated=stored.at,
+            seq=seq,
         )
         return stored
 
-    def events(self, thread_id: str) -> list[StoredEvent]:
+    def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         if thread_id not in self._events:
             raise ThreadNotFound(thread_id)
-        return list(self._events[thread_id])
+        return self._events[thread_id][after:]
 
     def thread(self, thread_id: str) -> ThreadRow:
         if thread_id not in self._rows:

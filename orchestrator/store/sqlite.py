@@ -2,8 +2,8 @@
 
 Events are rows keyed by (thread, seq); the primary key makes a second writer of the same
 sequence number fail, which is how two processes are kept from both advancing a thread. A
-thread's summary row (state, steps, cost) is updated in the same transaction as the event, so
-`threads list` never reads the log. Appending costs the same at step 10 and at step 10,000.
+thread's summary row (state, steps, cost), computed by the caller from the folded state, is
+written in the same transaction as the event, so `threads list` never reads the log. Appending costs the same at step 10 and at step 10,000.
 """
 
 from __future__ import annotations
@@ -11,19 +11,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..engine import Event, ThreadStarted, event_from_dict
-from .base import (
-    Owner,
-    StoredEvent,
-    ThreadBusy,
-    ThreadNotFound,
-    ThreadRow,
-    pid_alive,
-    summary_delta,
-)
+from ..core.events import Event, ThreadStarted, ThreadStatus, event_from_dict
+from ..core.state import ThreadSummary
+from .base import Owner, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow, pid_alive
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -84,6 +78,7 @@ class SqliteStore:
     def create(
         self,
         started: ThreadStarted,
+        summary: ThreadSummary,
         *,
         graph_path: str,
         snapshot: dict[str, Any],
@@ -110,15 +105,17 @@ class SqliteStore:
                     now + self.lease_seconds if owner else None,
                 ),
             )
-            self._insert(started.thread_id, 1, started, now)
+            self._insert(started.thread_id, 1, started, summary, now)
 
-    def append(self, thread_id: str, seq: int, event: Event) -> StoredEvent:
+    def append(self, thread_id: str, seq: int, event: Event, summary: ThreadSummary) -> StoredEvent:
         now = time.time()
         with self._tx():
-            self._insert(thread_id, seq, event, now)
+            self._insert(thread_id, seq, event, summary, now)
         return StoredEvent(seq, now, event)
 
-    def _insert(self, thread_id: str, seq: int, event: Event, now: float) -> None:
+    def _insert(
+        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary, now: float
+    ) -> None:
         data = event.to_dict()
         try:
             self._db.execute(
@@ -129,19 +126,16 @@ class SqliteStore:
             raise ThreadBusy(
                 f"thread {thread_id} was advanced by another process (event {seq} already exists)"
             ) from None
-        d = summary_delta(event)
         cur = self._db.execute(
-            "UPDATE threads SET state = COALESCE(?, state), steps = steps + ?,"
-            " cost_usd = cost_usd + ?, input_tokens = input_tokens + ?,"
-            " output_tokens = output_tokens + ?, reason = COALESCE(?, reason), updated = ?,"
-            " seq = ? WHERE id = ? AND seq = ?",
+            "UPDATE threads SET state = ?, steps = ?, cost_usd = ?, input_tokens = ?,"
+            " output_tokens = ?, reason = ?, updated = ?, seq = ? WHERE id = ? AND seq = ?",
             (
-                d.get("state"),
-                d.get("steps", 0),
-                d["cost_usd"],
-                d["input_tokens"],
-                d["output_tokens"],
-                d.get("reason"),
+                str(summary.status),
+                summary.steps,
+                summary.cost_usd,
+                summary.input_tokens,
+                summary.output_tokens,
+                summary.reason,
                 now,
                 seq,
                 thread_id,
@@ -151,11 +145,12 @@ class SqliteStore:
         if cur.rowcount != 1:
             raise ThreadBusy(f"thread {thread_id} was advanced by another process")
 
-    def events(self, thread_id: str) -> list[StoredEvent]:
+    def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         rows = self._db.execute(
-            "SELECT seq, at, data FROM events WHERE thread_id = ? ORDER BY seq", (thread_id,)
+            "SELECT seq, at, data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq",
+            (thread_id, after),
         ).fetchall()
-        if not rows:
+        if not rows and not after:
             self.thread(thread_id)  # raises ThreadNotFound
         return [StoredEvent(seq, at, event_from_dict(json.loads(data))) for seq, at, data in rows]
 
@@ -172,7 +167,7 @@ class SqliteStore:
             if len(rows) != 1 or not thread_id:
                 raise ThreadNotFound(thread_id)
             row = rows[0]
-        return ThreadRow(*row)
+        return _row(row)
 
     def threads(self, state: str | None = None) -> list[ThreadRow]:
         query = f"SELECT {_ROW_COLUMNS} FROM threads"
@@ -180,7 +175,7 @@ class SqliteStore:
         if state:
             query += " WHERE state = ?"
             args = (state,)
-        return [ThreadRow(*r) for r in self._db.execute(query + " ORDER BY id", args).fetchall()]
+        return [_row(r) for r in self._db.execute(query + " ORDER BY id", args).fetchall()]
 
     def snapshot(self, thread_id: str) -> dict[str, Any]:
         row = self._db.execute("SELECT snapshot FROM threads WHERE id = ?", (thread_id,)).fetchone()
@@ -232,6 +227,11 @@ class SqliteStore:
 
     def _tx(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _row(values: tuple[Any, ...]) -> ThreadRow:
+    row = ThreadRow(*values)
+    return replace(row, state=ThreadStatus(row.state))
 
 
 class _Transaction:

@@ -1,6 +1,8 @@
 """Many threads in one process: one thread per line of inputs, N at a time.
 
-Each thread is an ordinary thread in the store (resumable on its own). A thread that suspends
+Each thread is an ordinary thread in the store (resumable on its own), started and advanced by
+the session like a single run: its own git worktree and branch when the graph edits files, and
+its work committed there when it completes. A thread that suspends
 because the provider rate-limited it (429 after the SDK's own retries) is not a failure of the
 batch: the batch halves its concurrency, waits with exponential backoff, and resumes the thread;
 concurrency grows back by one after each thread that finishes cleanly (additive increase,
@@ -16,21 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .ids import new_thread_id
-from .runner import (
-    ActorFor,
-    InputError,
-    RunOptions,
-    ThreadResult,
-    advance,
-    check_inputs,
-    default_actor_for,
-    start_thread,
-)
-from .spec.models import Graph
-from .store.base import EventStore
+from ..core.events import SuspendKind, ThreadStatus
+from ..core.outcomes import ResumeRequested
+from ..spec.models import Graph
+from ..store.base import EventStore
+from .actors import default_actor_for
+from .options import ActorFor, RunOptions, ThreadResult
+from .preflight import InputError, check_inputs
+from .session import Session
 
-RATE_LIMIT_KINDS = {"rate-limit"}
+RATE_LIMIT_KINDS = {SuspendKind.RATE_LIMIT}
 MAX_RATE_LIMIT_RESUMES = 8
 
 
@@ -38,8 +35,11 @@ class BatchInputError(ValueError):
     """A line of the batch file is not a valid set of inputs; nothing was started."""
 
 
-def read_batch(path: Path, graph: Graph) -> list[dict[str, Any]]:
-    """Parse and validate every line first, so a bad line costs nothing."""
+def read_batch(
+    path: Path, graph: Graph, defaults: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Parse and check every line first (with `defaults`, the -i values, under each line's
+    own), so a bad line costs nothing."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -57,6 +57,7 @@ def read_batch(path: Path, graph: Graph) -> list[dict[str, Any]]:
         if not isinstance(inputs, dict):
             problems.append(f"{path}:{number}: expected a JSON object of inputs")
             continue
+        inputs = {**(defaults or {}), **inputs}
         try:
             check_inputs(graph, inputs)
         except InputError as exc:
@@ -111,51 +112,46 @@ class BatchItem:
 async def run_batch(
     graph: Graph,
     batch: list[dict[str, Any]],
-    store: EventStore,
+    store: EventStore | Session,
     *,
     concurrency: int = 4,
     actor_for: ActorFor | None = None,
     options_for: Callable[[], RunOptions] = RunOptions,
     workspace: str | Path | None = None,
-    workspace_for: Callable[[str], str | Path] | None = None,
+    in_place: bool = False,
     backoff_seconds: float = 2.0,
     on_done: Callable[[BatchItem], None] | None = None,
 ) -> list[BatchItem]:
     """Run one thread per inputs mapping, at most `concurrency` at a time.
 
-    `workspace_for(thread_id)` gives each thread a workspace of its own (e.g. a git worktree);
-    otherwise all threads share `workspace`.
+    Every thread works in `workspace` (default: the current directory), or in a git worktree
+    of its own there when the graph edits files (unless `in_place`), as a single run would.
     """
+    session = store if isinstance(store, Session) else Session(store)
+    folder = Path(workspace or Path.cwd()).resolve()
     limiter = AdaptiveLimiter(concurrency)
     items = [BatchItem(i, inputs) for i, inputs in enumerate(batch, 1)]
     # One set of actors (one API client and connection pool) for the whole batch.
     actor_for = actor_for or default_actor_for(options_for())
 
     async def one(item: BatchItem) -> None:
-        thread_id = new_thread_id()
+        thread_id = session.start(graph, item.inputs, folder=folder, in_place=in_place).thread_id
         item.thread_id = thread_id
-        folder = workspace_for(thread_id) if workspace_for is not None else workspace
-        start_thread(graph, item.inputs, store, workspace=folder, thread_id=thread_id)
-        resume = False
+        first: ResumeRequested | None = None
         while True:
             async with limiter:
-                result = await advance(
-                    graph,
-                    store,
-                    thread_id,
-                    actor_for=actor_for,
-                    options=options_for(),
-                    resume=resume,
+                result = await session.advance(
+                    graph, thread_id, actor_for=actor_for, options=options_for(), first=first
                 )
             if result.kind in RATE_LIMIT_KINDS and item.rate_limited < MAX_RATE_LIMIT_RESUMES:
                 item.rate_limited += 1
                 await limiter.backoff()
                 await asyncio.sleep(backoff_seconds * 2 ** (item.rate_limited - 1))
-                resume = True
+                first = ResumeRequested()
                 continue
             break
         item.result = result
-        if result.state == "completed":
+        if result.state == ThreadStatus.COMPLETED:
             await limiter.recover()
         if on_done is not None:
             on_done(item)

@@ -1,0 +1,182 @@
+"""Showing a thread while the session advances it, and its outcome after: for run and threads."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core.events import ThreadStatus
+from ..core.outcomes import Outcome, Refused
+from ..recording import Recording
+from ..run.options import RunOptions, ThreadResult
+from ..run.session import Session, SessionError
+from ..spec.models import Graph
+from ..store.base import ThreadBusy
+from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
+from .display import PlainPrinter, json_line
+from .live import LiveView, live_possible
+from .session import fail_session
+
+
+def drive(
+    session: Session,
+    graph: Graph,
+    thread_id: str,
+    options: RunOptions,
+    as_json: bool,
+    *,
+    recording: Recording | None = None,
+    first: Outcome | None = None,
+    live: bool | None = None,
+) -> int:
+    """Advance a thread through the session, showing its events; returns the exit code.
+
+    The view: `--json` lines, else the live view when stderr is a terminal (`live=None` decides
+    by that), else plain lines.
+    """
+    view = choose_view(graph, session.store, thread_id, options, as_json, live)
+    try:
+        with view:
+            result = asyncio.run(
+                session.advance(graph, thread_id, options=options, replay=recording, first=first)
+            )
+    except KeyboardInterrupt:
+        row = session.thread(thread_id)
+        if row.state == ThreadStatus.WAITING:
+            click.echo(
+                f"\ninterrupted: thread {thread_id} waits for a person; answer it with\n"
+                f"  orchestrator threads answer {thread_id}",
+                err=True,
+            )
+        else:
+            click.echo(
+                f"\ninterrupted: thread {thread_id} is {row.state}; continue it with\n"
+                f"  orchestrator threads resume {thread_id}",
+                err=True,
+            )
+        tree = session.worktree(thread_id)
+        if tree is not None:
+            click.echo(
+                f"  (its work so far is in {shown(tree.workspace)}, branch {tree.branch})",
+                err=True,
+            )
+        return EXIT_WAITING
+    except ThreadBusy as exc:
+        fail(str(exc), EXIT_PROBLEMS)
+    except SessionError as exc:
+        fail_session(exc)
+    except Refused as exc:
+        if exc.errors:
+            click.echo(f"error: {exc.message}:", err=True)
+            for error in exc.errors:
+                click.echo(f"  - {error}", err=True)
+            return EXIT_PROBLEMS
+        fail(exc.message, EXIT_USAGE)
+    code = report(result, as_json)
+    if recording is not None and result.state == ThreadStatus.COMPLETED and not as_json:
+        click.echo(
+            "\n(a replay: the recorded replies were played, no model was called and no file "
+            "changed; without --replay the same command runs the roles for real)",
+            err=True,
+        )
+    return code
+
+
+def choose_view(
+    graph: Any, store: Any, thread_id: str, options: Any, as_json: bool, live: bool | None
+) -> Any:
+    """Install the event printer on `options` and return a context manager for the run."""
+    if as_json:
+        options.on_event = lambda stored, state: click.echo(json_line(stored, thread_id))
+        return contextlib.nullcontext()
+    if live is None:
+        live = live_possible()
+    if not live:
+        options.on_event = PlainPrinter(thread_id)
+        return contextlib.nullcontext()
+    view = LiveView.for_thread(graph, store, thread_id, interactive=options.interactive)
+    options.on_event = view
+    return view
+
+
+EXIT_FOR_STATE = {
+    ThreadStatus.COMPLETED: EXIT_OK,
+    ThreadStatus.SUSPENDED: EXIT_WAITING,
+    ThreadStatus.WAITING: EXIT_WAITING,
+}
+
+
+def report(result: ThreadResult, as_json: bool) -> int:
+    """The outcome, as the result object (--json) or as lines for a person; the exit code."""
+    tree = result.worktree
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+    elif result.state == ThreadStatus.COMPLETED:
+        click.echo(result.final or "")
+        if tree is not None and "head" in tree:
+            click.echo(branch_report(tree))
+    else:
+        if result.state in (ThreadStatus.SUSPENDED, ThreadStatus.WAITING):
+            click.echo(f"thread {result.thread_id} is {result.state}: {result.reason}", err=True)
+            hint = (
+                f"orchestrator threads answer {result.thread_id}"
+                if result.state == ThreadStatus.WAITING
+                else f"orchestrator threads resume {result.thread_id} [--message TEXT]"
+            )
+            click.echo(f"  continue with: {hint}", err=True)
+        else:
+            click.echo(f"thread {result.thread_id} {result.state}: {result.reason}", err=True)
+        if tree is not None:
+            click.echo(
+                f"  the work so far is in {shown(tree['path'])} (branch {tree['branch']})",
+                err=True,
+            )
+    return EXIT_FOR_STATE.get(result.state, EXIT_PROBLEMS)
+
+
+def branch_report(tree: dict[str, Any]) -> str:
+    """Where the work is: the branch, its commit, the files changed, and what to do next."""
+    files = tree.get("files") or []
+    branch, base = tree["branch"], tree["base"][:10]
+    lines = [""]
+    if files:
+        lines.append(
+            f"Branch {branch}: {len(files)} file{'s' if len(files) != 1 else ''} changed "
+            f"since {base}, committed as {tree['head'][:10]}"
+        )
+        lines += [f"  {f['status']} {f['path']}" for f in files]
+    else:
+        lines.append(f"Branch {branch}: no files changed since {base}")
+    lines.append(f"Worktree: {shown(tree['path'])} (your checkout was not touched; nothing pushed)")
+    repo = tree.get("repo", "")
+    git = "git" if _inside(Path.cwd(), repo) else f"git -C {shown(repo)}"
+    if files:
+        lines.append(f"  review: {git} diff {base} {branch}")
+        lines.append(f"  take it: {git} merge {branch}")
+    lines.append(f"  clean up: {git} worktree remove {shown(tree['path'])}")
+    return "\n".join(lines)
+
+
+def shown(path: str | Path) -> str:
+    """A path as a person reads it: relative to the current directory when it is below it."""
+    p = Path(path)
+    try:
+        rel = p.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return str(p)
+    return str(rel) if str(rel) != "." else "."
+
+
+def _inside(path: Path, folder: str) -> bool:
+    if not folder:
+        return False
+    try:
+        path.resolve().relative_to(Path(folder).resolve())
+    except (ValueError, OSError):
+        return False
+    return True

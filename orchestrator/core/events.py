@@ -1,0 +1,184 @@
+"""What a thread's log holds: events, the thread states and the kinds of suspension.
+
+Events are small immutable records of what happened; the log of a thread is the list of them in
+the order they were appended. Every other view of a thread (its state, its steps, its summary
+row, a recording) is derived from this list. Events hold JSON values only, so they serialise
+as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class ThreadStatus(StrEnum):
+    """The states of a thread (docs/format.md section 7)."""
+
+    NEW = "new"
+    RUNNING = "running"
+    WAITING = "waiting"  # for a person's answer
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def ended(self) -> bool:
+        return self in (ThreadStatus.COMPLETED, ThreadStatus.FAILED, ThreadStatus.CANCELLED)
+
+
+class SuspendKind(StrEnum):
+    """Why a thread suspended: the one complete list. Stable: it appears in `--json` output."""
+
+    ROLE = "role"  # a role replied $SUSPEND
+    REPAIRS = "repairs"  # invalid replies exhausted max_repairs
+    LIMIT = "limit"  # max_steps, max_visits or max_cost_usd reached
+    TEMPLATE = "template"  # an edge prompt did not render
+    GRAPH = "graph"  # no edge for a status, a role gone from a changed graph, a bad location
+    INTERRUPTED = "interrupted"  # Ctrl-C, or the running task was cancelled
+    ACTOR = "actor"  # an actor failed for a reason of its own
+    PROVIDER = "provider"  # the model provider kept failing
+    RATE_LIMIT = "rate-limit"  # the provider kept answering 429
+    TIMEOUT = "timeout"  # a model call or an agent process ran out of time
+    PROCESS = "process"  # an agent process could not start or exited non-zero
+    TOOL_LOOP = "tool-loop"  # a model kept calling tools past the limit
+    CONFIG = "config"  # the actor is not configured (no API key, bad model settings)
+    REPLAY_DIVERGENCE = "replay-divergence"  # the graph asks for what a recording lacks
+    SCRIPT_EXHAUSTED = "script-exhausted"  # simulate(): no scripted reply left
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of all events. The class name is the event's `type` in the log."""
+
+    def to_dict(self) -> dict[str, Any]:
+        # A shallow copy: events hold JSON values only, and asdict's deep copy was most of the
+        # cost of serialising an event. Enum members are str subclasses: kept as plain text.
+        data = {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        data["type"] = type(self).__name__
+        return data
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, StrEnum) else value
+
+
+@dataclass(frozen=True)
+class ThreadStarted(Event):
+    thread_id: str
+    graph: str
+    graph_hash: str
+    inputs: dict[str, Any]
+    workspace: str
+
+
+@dataclass(frozen=True)
+class StepStarted(Event):
+    step: int
+    role: str
+    prompt: str
+    source: str  # the role (or $START) whose edge led here
+    status: str  # the edge key taken
+    location: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptRejected(Event):
+    step: int
+    reply: str
+    errors: list[str]
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepCommitted(Event):
+    step: int
+    role: str
+    status: str
+    frontmatter: dict[str, Any]
+    body: str
+    reply: str  # the accepted reply, verbatim
+    message: str = ""  # the visit message the actor sent (for `memory: session`)
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    model: str | None = None
+    tool_calls: int = 0
+    duration_s: float = 0.0
+    actor: str = ""  # who answered: anthropic, human, command, replay, scripted
+
+
+@dataclass(frozen=True)
+class HumanWaiting(Event):
+    step: int
+    role: str
+
+
+@dataclass(frozen=True)
+class ThreadSuspended(Event):
+    reason: str
+    kind: SuspendKind
+    step: int | None = None
+    reply: str | None = None  # a $SUSPEND reply, verbatim
+    usage: dict[str, int] = field(default_factory=dict)  # spent by a step that then failed
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class ThreadResumed(Event):
+    message: str | None = None
+    interrupted: bool = False  # the previous process died with a step in flight
+
+
+@dataclass(frozen=True)
+class ThreadCompleted(Event):
+    final: str
+
+
+@dataclass(frozen=True)
+class ThreadFailed(Event):
+    error: str
+
+
+@dataclass(frozen=True)
+class ThreadCancelled(Event):
+    reason: str = "cancelled by the user"
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.__name__: cls
+    for cls in (
+        ThreadStarted,
+        StepStarted,
+        AttemptRejected,
+        StepCommitted,
+        HumanWaiting,
+        ThreadSuspended,
+        ThreadResumed,
+        ThreadCompleted,
+        ThreadFailed,
+        ThreadCancelled,
+    )
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """The inverse of `Event.to_dict`; unknown keys are ignored (newer logs stay readable)."""
+    data = dict(data)
+    cls = EVENT_TYPES[data.pop("type")]
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = {k: v for k, v in data.items() if k in names}
+    if cls is ThreadSuspended:
+        values["kind"] = suspend_kind(values.get("kind", ""))
+    return cls(**values)
+
+
+def suspend_kind(text: str) -> SuspendKind:
+    """A kind read back from a log; a kind this version does not know reads as `actor`."""
+    try:
+        return SuspendKind(text)
+    except ValueError:
+        return SuspendKind.ACTOR

@@ -1,0 +1,80 @@
+"""What judge() takes: outcomes of a step and requests about a thread, and its refusal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .events import SuspendKind
+
+
+@dataclass(frozen=True)
+class Replied:
+    """An actor's reply to step `step`, with what it cost."""
+
+    step: int
+    text: str
+    message: str = ""  # the visit message as the actor sent it (for `memory: session`)
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    model: str | None = None
+    tool_calls: int = 0
+    duration_s: float = 0.0
+    actor: str = ""
+
+
+@dataclass(frozen=True)
+class ActorFailed:
+    """The actor could not reply (provider down, process failed, timeout, bad location)."""
+
+    step: int
+    message: str
+    kind: SuspendKind
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class NeedsPerson:
+    """A human role's step and no terminal to ask on."""
+
+    step: int
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A person's answer for the waiting step, given from outside the running process."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """The process running the thread was interrupted (Ctrl-C) or its task cancelled."""
+
+
+@dataclass(frozen=True)
+class CancelRequested:
+    reason: str = "cancelled by the user"
+
+
+@dataclass(frozen=True)
+class ResumeRequested:
+    message: str | None = None
+
+
+Outcome = (
+    Replied | ActorFailed | NeedsPerson | Answered | Interrupted | CancelRequested | ResumeRequested
+)
+
+
+class Refused(Exception):
+    """The outcome cannot be taken in this state; nothing is recorded.
+
+    `errors` lists what was wrong with a person's answer; empty when the thread's state is the
+    reason (the message says what to do instead).
+    """
+
+    def __init__(self, message: str, errors: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.errors = errors

@@ -1,0 +1,1 @@
+"""Running threads: the runner (the loop), the session (a thread's life), batch, options."""

@@ -1,0 +1,51 @@
+"""Who plays each role, and with which model settings: decided once, here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..actors.command import CommandProcessActor
+from ..actors.human import HumanActor
+from ..spec.models import CommandActor, Graph, Role
+from .options import ActorFor, RunOptions
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    model: str | None  # None: the models file's default (or ORCHESTRATOR_MODEL)
+    max_tokens: int | None
+    temperature: float | None
+
+
+def model_settings(graph: Graph, role: Role, override: str | None = None) -> ModelSettings:
+    """--model, then the role's setting, then the graph's `defaults` (docs/models.md)."""
+    return ModelSettings(
+        model=override or role.model or graph.defaults.model,
+        max_tokens=role.max_tokens or graph.defaults.max_tokens,
+        temperature=role.temperature
+        if role.temperature is not None
+        else graph.defaults.temperature,
+    )
+
+
+def default_actor_for(options: RunOptions) -> ActorFor:
+    """Who plays each role when nothing else is said: the role's own `actor:` setting."""
+    shared: dict[str, Any] = {}
+
+    def actor_for(name: str, role: Role) -> Any:
+        if isinstance(role.actor, CommandActor):
+            return CommandProcessActor(role.actor.command, timeout=role.actor.timeout)
+        if role.actor == "human":
+            return HumanActor(interactive=options.interactive)
+        if "anthropic" not in shared:
+            # Imported on first use: the SDK takes a while to import, and replays, simulations
+            # and graphs of people and processes never need it.
+            from ..actors.anthropic import AnthropicActor
+
+            shared["anthropic"] = AnthropicActor(
+                max_retries=options.max_retries, timeout=options.timeout
+            )
+        return shared["anthropic"]
+
+    return actor_for

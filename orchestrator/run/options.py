@@ -1,0 +1,65 @@
+"""What a caller can say about a run, and what it gets back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.events import SuspendKind, ThreadStatus
+from ..core.state import ThreadState
+from ..spec.models import Role
+from ..store.base import StoredEvent
+
+ActorFor = Callable[[str, Role], Any]  # (role name, role) -> Actor
+OnEvent = Callable[[StoredEvent, ThreadState], None]
+
+
+@dataclass
+class RunOptions:
+    max_steps: int | None = None
+    model: str | None = None  # --model: overrides every role's model
+    on_event: OnEvent | None = None
+    max_retries: int = 2  # the provider SDK's own retries
+    timeout: float = 600.0  # seconds per provider call
+    interactive: bool = False  # a human role may ask on this terminal
+    poll_seconds: float = 1.0  # how often a running thread looks for a cancel from elsewhere
+
+
+@dataclass
+class ThreadResult:
+    thread_id: str
+    state: ThreadStatus
+    final: str | None
+    reason: str | None
+    steps: int
+    cost_usd: float
+    path: list[str] = field(default_factory=list)
+    kind: SuspendKind | None = None  # why it suspended
+    worktree: dict[str, Any] | None = None  # the thread's branch and what was committed there
+
+    @classmethod
+    def of(cls, thread_id: str, state: ThreadState) -> ThreadResult:
+        return cls(
+            thread_id,
+            state.status,
+            state.final,
+            state.reason,
+            len(state.steps),
+            state.cost_usd,
+            state.path,
+            state.suspend_kind,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "thread": self.thread_id,
+            "state": str(self.state),
+            "final": self.final,
+            "reason": self.reason,
+            "steps": self.steps,
+            "cost_usd": round(self.cost_usd, 6),
+        }
+        if self.worktree is not None:
+            data["worktree"] = self.worktree
+        return data

@@ -1,0 +1,26 @@
+"""Checks on a thread's inputs before anything is created."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from ..spec.models import Graph
+
+
+class InputError(ValueError):
+    """The thread's inputs do not satisfy the graph's `inputs` schema."""
+
+
+def check_inputs(graph: Graph, inputs: dict[str, Any]) -> None:
+    """Validate the thread's inputs against the graph's input schema. Raises InputError."""
+    schema = graph.input_schema
+    errors = sorted(Draft202012Validator(schema).iter_errors(inputs), key=lambda e: list(e.path))
+    if errors:
+        lines = []
+        for err in errors:
+            where = ".".join(str(p) for p in err.path)
+            lines.append(f"input '{where}': {err.message}" if where else err.message)
+        declared = ", ".join(sorted((schema.get("properties") or {}).keys())) or "none"
+        raise InputError("; ".join(lines) + f" (declared inputs: {declared})")

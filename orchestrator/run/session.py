@@ -1,0 +1,294 @@
+"""The session: a thread's whole life, the same for every entry point.
+
+The command line (a single run, a batch, `threads ...`), the Python API and, later, other
+engines all go through a `Session`, so they cannot drift apart:
+
+- preflight: the graph lints clean, credentials exist for roles Claude plays (unless a
+  recording is replayed), the workspace is a directory, the inputs fit the graph;
+- start: a git worktree on branch `orchestrator/THREAD-ID` when some role edits files or runs
+  commands and the workspace is in a repository (unless in place or replaying), then the
+  ThreadStarted event;
+- advance: the runner, with the worktree recreated if it was removed, and the work committed on
+  the thread's branch when the thread completes;
+- resume, answer, cancel: requests judged by the moderator (a refusal raises `Refused`);
+- read: a thread's summary row, its events and their typed view.
+
+Notes for the person (a dirty checkout, a recreated worktree, a changed graph) go to `notify`;
+the session prints nothing itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..actors.anthropic import NO_KEY, env_credentials
+from ..core import engine
+from ..core.events import ThreadStarted, ThreadStatus
+from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
+from ..core.state import ThreadState
+from ..core.steps import ThreadView, thread_view
+from ..graphdiff import graph_changes
+from ..ids import new_thread_id
+from ..linter import lint
+from ..problems import Problem, has_errors
+from ..recording import Recording, ReplayActor
+from ..spec.loader import load_graph
+from ..spec.models import Graph
+from ..store.base import EventStore, ThreadBusy, ThreadNotFound, ThreadRow, default_store_dir
+from ..store.sqlite import SqliteStore
+from ..workspace_git import (
+    Worktree,
+    WorktreeError,
+    commit_message,
+    create_worktree,
+    ensure_worktree,
+    find_repo,
+    finish_worktree,
+    load_worktree,
+    needs_isolation,
+    uncommitted_changes,
+)
+from .options import ActorFor, RunOptions, ThreadResult
+from .preflight import check_inputs
+from .runner import advance
+
+Notify = Callable[[str], None]
+
+
+class SessionError(Exception):
+    """A request the session cannot carry out; nothing was changed.
+
+    `usage` is True when the request itself is wrong (exit 2), False when the graph, the
+    workspace or the repository is (exit 1). `problems` are lint problems to show.
+    """
+
+    def __init__(self, message: str, *, usage: bool = True, problems: list[Problem] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+        self.problems = problems or []
+
+
+@dataclass(frozen=True)
+class Started:
+    thread_id: str
+    workspace: Path  # where the roles work: the worktree, or the folder itself
+    worktree: Worktree | None
+
+
+def open_store(store: EventStore | str | os.PathLike[str] | None) -> EventStore:
+    """A store object as it is, else the SQLite store in that folder (default: docs/threads.md)."""
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        return store
+    directory = default_store_dir(store)
+    try:
+        return SqliteStore(directory)
+    except Exception as exc:  # sqlite3.Error, OSError: an unusable store directory
+        raise SessionError(f"cannot open the thread store in {directory}: {exc}") from None
+
+
+class Session:
+    def __init__(self, store: EventStore, *, notify: Notify | None = None):
+        self.store = store
+        self.notify: Notify = notify or (lambda text: None)
+
+    @property
+    def directory(self) -> Path | None:
+        found = getattr(self.store, "directory", None)
+        return Path(found) if found is not None else None
+
+    # ------------------------------------------------------------------ starting
+
+    def preflight(
+        self, graph: Graph, *, workspace: str | os.PathLike[str] | None, replay: bool
+    ) -> Path:
+        """The checks before anything is created; returns the workspace folder, resolved."""
+        problems = lint(graph)
+        if has_errors(problems):
+            raise SessionError(
+                "the graph has errors; fix them before running (see `orchestrator validate`)",
+                usage=False,
+                problems=problems,
+            )
+        plays_claude = any(role.actor == "anthropic" for role in graph.roles.values())
+        if plays_claude and not replay and not env_credentials():
+            raise SessionError(NO_KEY)
+        folder = Path(workspace or Path.cwd()).resolve()
+        if not folder.is_dir():
+            raise SessionError(f"the workspace {folder} is not a directory")
+        return folder
+
+    def start(
+        self,
+        graph: Graph,
+        inputs: dict[str, Any],
+        *,
+        folder: Path,
+        in_place: bool = False,
+        replay: bool = False,
+        thread_id: str | None = None,
+    ) -> Started:
+        """Create the thread (and its worktree): inputs are checked before anything exists."""
+        check_inputs(graph, inputs)
+        thread_id = thread_id or new_thread_id()
+        tree = None if in_place or replay else self._isolate(graph, folder, thread_id)
+        workspace = tree.workspace if tree is not None else folder
+        started = ThreadStarted(
+            thread_id=thread_id,
+            graph=graph.name,
+            graph_hash=graph.hash,
+            inputs=dict(inputs),
+            workspace=str(workspace),
+        )
+        state = engine.apply(ThreadState(), started)
+        self.store.create(
+            started,
+            state.summary(),
+            graph_path=str(graph.path or ""),
+            snapshot=graph.model_dump(mode="json"),
+        )
+        return Started(thread_id, workspace, tree)
+
+    def _isolate(self, graph: Graph, folder: Path, thread_id: str) -> Worktree | None:
+        """The thread's git worktree, or None to work in place (nothing edits, or no repo)."""
+        store_dir = self.directory
+        if store_dir is None or not needs_isolation(graph):
+            return None
+        repo = find_repo(folder)
+        if repo is None:
+            return None
+        try:
+            dirty = uncommitted_changes(repo, ignore=store_dir)
+            tree = create_worktree(folder, store_dir, thread_id)
+        except WorktreeError as exc:
+            raise SessionError(
+                f"cannot give the thread its own git worktree: {exc}", usage=False
+            ) from None
+        if dirty:
+            n = len(dirty)
+            self.notify(
+                f"{repo} has uncommitted changes ({n} path{'s' if n != 1 else ''}); the thread "
+                f"starts from the last commit ({tree.base[:10]}) and does not see them. Commit "
+                "them first, or pass --in-place to work in the checkout itself."
+            )
+        return tree
+
+    # ------------------------------------------------------------------ advancing
+
+    def worktree(self, thread_id: str) -> Worktree | None:
+        return load_worktree(self.directory, thread_id)
+
+    async def advance(
+        self,
+        graph: Graph,
+        thread_id: str,
+        *,
+        options: RunOptions | None = None,
+        actor_for: ActorFor | None = None,
+        replay: Recording | None = None,
+        first: Outcome | None = None,
+    ) -> ThreadResult:
+        """Advance the thread as far as it goes; commit its work on its branch if it completes."""
+        tree = self.worktree(thread_id)
+        if tree is not None:
+            try:
+                if ensure_worktree(tree):
+                    self.notify(f"recreated the thread's worktree {tree.path}")
+            except WorktreeError as exc:
+                raise SessionError(
+                    f"the thread's worktree cannot be used: {exc}", usage=False
+                ) from None
+        if replay is not None:
+            replay_actor = ReplayActor(replay)
+            actor_for = lambda name, role: replay_actor  # noqa: E731
+        result = await advance(
+            graph, self.store, thread_id, actor_for=actor_for, options=options, first=first
+        )
+        if tree is not None:
+            result.worktree = self._finish(graph, result, tree)
+        return result
+
+    def _finish(self, graph: Graph, result: ThreadResult, tree: Worktree) -> dict[str, Any]:
+        where = {"branch": tree.branch, "repo": tree.repo, "path": tree.path, "base": tree.base}
+        if result.state != ThreadStatus.COMPLETED:
+            return where
+        state = engine.fold([s.event for s in self.store.events(result.thread_id)])
+        text = commit_message(graph.name, result.thread_id, state.inputs, result.final or "")
+        try:
+            return finish_worktree(tree, text).to_dict()
+        except WorktreeError as exc:
+            self.notify(
+                f"could not commit the thread's work on {tree.branch}: {exc}; "
+                f"the work is in {tree.path}"
+            )
+            return where
+
+    async def resume(
+        self, graph: Graph, thread_id: str, *, message: str | None = None, **kw: Any
+    ) -> ThreadResult:
+        return await self.advance(graph, thread_id, first=ResumeRequested(message), **kw)
+
+    async def answer(self, graph: Graph, thread_id: str, text: str, **kw: Any) -> ThreadResult:
+        return await self.advance(graph, thread_id, first=Answered(text), **kw)
+
+    def cancel(self, thread_id: str, reason: str = "cancelled by the user") -> ThreadRow:
+        """Cancel a thread, also one another process is running (it stops its step)."""
+        row = self.thread(thread_id)
+        for _ in range(5):  # another process may append between our read and our write
+            state = self.state(row.id)
+            events = engine.judge(None, state, CancelRequested(reason))
+            try:
+                for event in events:
+                    engine.apply(state, event)
+                    self.store.append(row.id, state.events, event, state.summary())
+            except ThreadBusy:
+                continue
+            return self.store.thread(row.id)
+        raise SessionError(f"thread {row.id} keeps changing; try the cancel again", usage=False)
+
+    # ------------------------------------------------------------------ reading
+
+    def thread(self, thread_id: str) -> ThreadRow:
+        """A thread's summary row by id, or by a unique prefix or suffix of its id."""
+        try:
+            return self.store.thread(thread_id)
+        except ThreadNotFound:
+            where = self.directory or "the store"
+            raise SessionError(
+                f"no thread '{thread_id}' in {where} (see `orchestrator threads list`)"
+            ) from None
+
+    def threads(self, state: str | None = None) -> list[ThreadRow]:
+        return self.store.threads(state)
+
+    def state(self, thread_id: str) -> ThreadState:
+        return engine.fold([s.event for s in self.store.events(thread_id)])
+
+    def view(self, thread_id: str) -> ThreadView:
+        return thread_view([s.event for s in self.store.events(thread_id)])
+
+    def graph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph:
+        """The thread's graph, loaded and linted, with what changed since it started noted."""
+        path = graph_arg or row.graph_path or row.graph
+        if not graph_arg and row.graph_path and not Path(row.graph_path).exists():
+            raise SessionError(
+                f"the graph file {row.graph_path} of thread {row.id} is gone; pass --graph PATH"
+            )
+        graph = load_graph(path)
+        problems = lint(graph)
+        if has_errors(problems):
+            raise SessionError(
+                "the graph has errors; fix them, then resume", usage=False, problems=problems
+            )
+        if graph.hash != row.graph_hash:
+            changes = graph_changes(self.store.snapshot(row.id), graph.model_dump(mode="json"))
+            self.notify(
+                f"the graph changed since thread {row.id} started "
+                f"({row.graph_hash[:15]}… → {graph.hash[:15]}…):\n"
+                + "\n".join(f"  - {c}" for c in changes or ["(only formatting or library roles)"])
+            )
+        return graph
