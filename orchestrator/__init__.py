@@ -1,6 +1,6 @@
 """orchestrator: run multi-agent work as a graph of roles.
 
-The public API (FORMAT.md section 10) is imported lazily so that the command line starts fast.
+The public API (docs/format.md section 10) is imported lazily so that the command line starts fast.
 """
 
 from __future__ import annotations

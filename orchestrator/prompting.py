@@ -1,4 +1,4 @@
-"""What a role is shown (FORMAT.md section 4): the system prompt, each visit's message, repairs.
+"""What a role is shown (docs/format.md section 4): system prompt, each visit's message, repairs.
 
 Every actor that talks to a model builds its text here, so that the Anthropic actor, an external
 command and a person at a terminal all see the same words.
