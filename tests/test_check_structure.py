@@ -47,6 +47,7 @@ def run(root: Path, *args: str) -> tuple[int, list[str]]:
 
 CLEAN = {
     "pkg/__init__.py": '"""A package that keeps the rules."""\n',
+    "pkg/leaf.py": "VALUE = 1\n",
     "pkg/core.py": """
         from typing import TYPE_CHECKING
 
@@ -75,7 +76,9 @@ CLEAN = {
             import os
             import sys
 
-            print(os.sep, sys.argv)
+            from pkg import leaf
+
+            print(os.sep, sys.argv, leaf.VALUE)
         """,
     "pkg/cli/__init__.py": """
         from ..core import run
@@ -179,10 +182,11 @@ def test_a_late_import_must_say_why(tmp_path: Path) -> None:
                     return csv
 
 
-                def a_blank_line_ends_the_run():
+                def code_ends_the_run():
                     # the comment is for this one
                     import json
 
+                    print(json)
                     import csv
 
                     return json, csv
@@ -207,7 +211,7 @@ def test_a_late_import_must_say_why(tmp_path: Path) -> None:
         "pkg/late.py:11: import inside a function without a comment saying why: "
         "import json # noqa: F401",
         "pkg/late.py:14: import inside a function without a comment saying why: import csv",
-        "pkg/late.py:23: import inside a function without a comment saying why: import csv",
+        "pkg/late.py:24: import inside a function without a comment saying why: import csv",
     ]
 
 

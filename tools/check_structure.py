@@ -15,7 +15,7 @@ Defaults: the repository this file is in, the package `orchestrator`, 500 lines.
 3. **Imports inside a function say why.** The project imports at the top of a module, except
    where importing late keeps start-up fast (or breaks what would be a cycle). Such an import
    needs a comment on its own line or on the line above, saying why; a run of consecutive
-   imports shares the comment above its first line. A bare `# noqa` or `# type: ignore` does not
+   imports (blank lines between isort's groups allowed) shares the comment above its first line. A bare `# noqa` or `# type: ignore` does not
    say why.
 
 It needs nothing but the standard library, and imports nothing it checks.
@@ -270,6 +270,12 @@ def _explained(node: ast.stmt, lines: list[str], starts: set[int], ends: set[int
         text = lines[above - 1].strip()
         if text.startswith("#"):
             return _says_why(text)
+        if not text:  # blank lines inside a run of imports (isort's groups) do not end it
+            while above > 1 and not lines[above - 2].strip():
+                above -= 1
+            above -= 1
+            if above < 1 or above not in ends:
+                return False
         if above not in ends:
             return False
         # The line above ends another late import: the run shares the comment above it.
