@@ -5,6 +5,7 @@ The public API (docs/format.md section 10) is imported lazily so that the comman
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
@@ -42,7 +43,5 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        import importlib
-
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")

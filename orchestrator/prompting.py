@@ -21,6 +21,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import yaml
+
 from .actors.base import ActRequest, HistoryItem
 from .spec.contract import STATUS_KEY, Contract, StatusContract
 from .spec.models import SUSPEND, Role
@@ -268,8 +270,6 @@ def _yaml_scalar(value: Any) -> str:
     if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
         return value  # a placeholder, shown bare
     if isinstance(value, str):
-        import yaml
-
         dumped = yaml.safe_dump(value, allow_unicode=True, default_flow_style=True, width=10_000)
         return dumped.removesuffix("\n...\n").strip()
     return json.dumps(value, ensure_ascii=False)
@@ -369,8 +369,6 @@ def _truncate(value: Any, limit: int = VALUE_LIMIT) -> Any:
 
 
 def _dump_yaml(value: Any) -> str:
-    import yaml
-
     # The C dumper, when PyYAML has it, is about five times faster on history blocks.
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return yaml.dump(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from ..extract import format_reply
 from ..spec.yamlpos import typed_value
 from .base import ActReply, ActRequest, HumanNeeded
 
@@ -65,6 +66,4 @@ class HumanActor:
                 if value or not optional:
                     fields[name] = typed_value(value, spec.field_schemas.get(name))
         body = ask("notes (optional)> ")
-        from ..extract import format_reply
-
         return format_reply(None if contract.single_exit else status, fields, body)

@@ -9,6 +9,9 @@ from typing import Any
 
 import click
 
+from ..batch import BatchInputError, BatchItem, read_batch, run_batch
+from ..ledger import money
+from ..runner import RunOptions
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
 
 
@@ -25,9 +28,7 @@ def run_batch_command(
     as_json: bool,
 ) -> int:
     """Run the batch and print a summary table; returns the exit code."""
-    from ..batch import BatchInputError, BatchItem, read_batch, run_batch
-    from ..ledger import money
-    from ..runner import RunOptions
+    # late: cli/run.py imports this module, so importing it back at the top would be a cycle
     from .run import isolate
 
     try:

@@ -26,6 +26,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 def load_graph_or_exit(arg: str) -> Any:
     """Load a graph; print its problems and exit 2 when it cannot be loaded."""
+    # deferred: every command imports this module; only some need graphs (pydantic and all)
     from ..problems import GraphError
     from ..spec.loader import load_graph
 
@@ -38,6 +39,7 @@ def load_graph_or_exit(arg: str) -> Any:
 
 
 def open_store(store_dir: Path | None) -> Any:
+    # deferred: every command imports this module; only some need the thread store
     from ..store.base import default_store_dir
     from ..store.sqlite import SqliteStore
 
@@ -49,6 +51,7 @@ def open_store(store_dir: Path | None) -> Any:
 
 
 def find_thread(store: Any, thread_id: str) -> Any:
+    # deferred: every command imports this module; only some need the thread store
     from ..store.base import ThreadNotFound
 
     try:
@@ -81,6 +84,7 @@ def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str
 
 def typed_inputs(schema: dict[str, Any], raw: dict[str, str]) -> dict[str, Any]:
     """Inputs whose declared type is not string are read as YAML (numbers, lists, booleans)."""
+    # deferred: every command imports this module; only some need YAML
     from ..spec.yamlpos import typed_value
 
     props = schema.get("properties") or {}

@@ -49,6 +49,7 @@ def thread_path(store_dir: str | os.PathLike[str] | None, thread_id: str) -> Tak
     `store_dir` None means the default store (`$ORCHESTRATOR_HOME` or `./.orchestrator/`).
     Raises LookupError when there is no store there or no such thread.
     """
+    # deferred: only `graph --thread` opens the store; edges_from_events needs none
     from ..store.base import ThreadNotFound, default_store_dir
     from ..store.sqlite import SqliteStore
 
