@@ -161,7 +161,7 @@ def _parse(data: Any, path: str) -> ModelConfig:
 
 @lru_cache(maxsize=8)
 def _load(path: str, mtime_ns: int) -> ModelConfig:
-    import yaml
+    import yaml  # deferred: most runs have no models file to read
 
     try:
         text = Path(path).read_text(encoding="utf-8")

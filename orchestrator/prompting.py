@@ -1,4 +1,4 @@
-"""What a role is shown (FORMAT.md section 4): the system prompt, each visit's message, repairs.
+"""What a role is shown (docs/format.md section 4): system prompt, each visit's message, repairs.
 
 Every actor that talks to a model builds its text here, so that the Anthropic actor, an external
 command and a person at a terminal all see the same words.
@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import yaml
 
 from .actors.base import ActRequest, HistoryItem
 from .spec.contract import STATUS_KEY, Contract, StatusContract
@@ -268,8 +270,6 @@ def _yaml_scalar(value: Any) -> str:
     if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
         return value  # a placeholder, shown bare
     if isinstance(value, str):
-        import yaml
-
         dumped = yaml.safe_dump(value, allow_unicode=True, default_flow_style=True, width=10_000)
         return dumped.removesuffix("\n...\n").strip()
     return json.dumps(value, ensure_ascii=False)
@@ -369,8 +369,6 @@ def _truncate(value: Any, limit: int = VALUE_LIMIT) -> Any:
 
 
 def _dump_yaml(value: Any) -> str:
-    import yaml
-
     # The C dumper, when PyYAML has it, is about five times faster on history blocks.
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return yaml.dump(

@@ -91,6 +91,7 @@ class RecordingItem(pytest.Item):
     """Replays one recording through the graph it names; fails with the first divergence."""
 
     def runtest(self) -> None:
+        # deferred: pytest imports this plugin in every run; the engine loads only for a recording
         from .recording import load_recording
         from .replay import replay_recording
 
@@ -134,6 +135,7 @@ class RecordingItem(pytest.Item):
 
 def _graph_for(config: pytest.Config, recording: Recording) -> Graph:
     """The graph a recording names, from `orchestrator_graphs`, ./graphs or the bundled ones."""
+    # deferred: pytest imports this plugin in every run; the engine loads only for a recording
     from .problems import GraphError
     from .recording import RecordingError
     from .spec.loader import GRAPH_SUFFIXES, load_graph, resolve_graph_path
@@ -178,6 +180,7 @@ def graph_yaml(tmp_path: Path) -> Callable[[str], Graph]:
     """
 
     def make(text: str) -> Graph:
+        # deferred: pytest imports this plugin in every run; graphs load only when a test asks
         import yaml
 
         from .spec.loader import load_graph

@@ -1,4 +1,5 @@
-"""Unit tests of the extract pipeline: the API, the rules FORMAT 4 leaves to us, and the edges.
+"""Unit tests of the extract pipeline: the API, the rules docs/format.md section 4 leaves open,
+and the edges.
 
 The messy-reply corpus lives in tests/replies/ (test_extract_corpus.py); properties in
 test_extract_props.py. These tests pin the decisions documented in orchestrator/extract.py.

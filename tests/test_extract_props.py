@@ -4,8 +4,8 @@
    satisfies the role's schema (checked here with a fresh jsonschema validator of the *whole*
    schema, independent of the contract's per-status validators).
 2. For generated frontmatter mappings serialized into messy replies, the pipeline accepts
-   exactly the replies that FORMAT 4's rules and the schema accept, and gives back exactly the
-   mapping and body that were written. An invalid reply is never accepted.
+   exactly the replies that the rules of docs/format.md section 4 and the schema accept, and
+   gives back exactly the mapping and body that were written. An invalid reply is never accepted.
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ def _declares_status_field(role: Role) -> bool:
 
 
 def expected_outcome(role: Role, written: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """FORMAT 4's rules, spelled out independently: (status, frontmatter), or None to refuse."""
+    """The rules of docs/format.md section 4, spelled out independently.
+
+    (status, frontmatter), or None to refuse.
+    """
     data = dict(written)
     single = role.contract.single_exit
     renamed = not single or data.get("status") == "$SUSPEND"

@@ -1,6 +1,6 @@
 """The official Mustache spec suites through `render(..., strict=False)`, one test per case.
 
-Partials are not part of the edge-prompt language (FORMAT.md section 6): a template that uses
+Partials are not part of the edge-prompt language (docs/format.md section 6): a template that uses
 one is a syntax error. The two delimiter cases that exercise partials check exactly that.
 """
 

@@ -1,4 +1,4 @@
-"""What a role is shown: system prompt, visit message, repair message (FORMAT.md section 4)."""
+"""What a role is shown: system prompt, visit message, repair message (docs/format.md section 4)."""
 
 from __future__ import annotations
 

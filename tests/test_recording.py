@@ -1,4 +1,5 @@
-"""Recordings (FORMAT 8): export -> load round trip, hand-written files, and files that are wrong.
+"""Recordings (docs/format.md section 8): export -> load round trip, hand-written files, and
+files that are wrong.
 
 A bad recording file must fail with a message naming the file and the problem, never with a
 traceback; a recording without (or with another) graph_hash still loads and replays.

@@ -242,10 +242,9 @@ def _demo_recordings() -> list[Path]:
 def test_coverage_of_the_bundled_solve_issue_graph(tmp_path: Path) -> None:
     """Coverage of the bundled graph by its demo recording (run from an empty folder, so the
     graph name resolves to the bundled graph)."""
-    bundled = REPO / "orchestrator" / "bundled" / "graphs" / "solve-issue.yaml"
+    bundled = REPO / "graphs" / "solve-issue.yaml"
     demos = _demo_recordings()
-    if not bundled.is_file() or not demos:
-        pytest.skip("the bundled solve-issue graph or its demo recording is not there yet")
+    assert bundled.is_file() and demos, "the bundled solve-issue graph or its demo recording"
     graph = yaml.safe_load(bundled.read_text(encoding="utf-8"))
     all_edges = [(src, status) for src, edges in graph["graph"].items() for status in edges]
 

@@ -282,8 +282,7 @@ def test_a_reviewer_that_never_approves_is_stopped_by_the_limits() -> None:
 
 
 def test_the_bundled_graph_and_roles_validate() -> None:
-    bundled = REPO / "orchestrator" / "bundled"
-    result = CliRunner().invoke(cli, ["validate", str(bundled / "graphs"), str(bundled / "roles")])
+    result = CliRunner().invoke(cli, ["validate", str(REPO / "graphs"), str(REPO / "roles")])
     assert result.exit_code == 0, result.output
     assert "no problems" in result.output
 

@@ -1,4 +1,4 @@
-"""Strict template rendering (FORMAT.md section 6) and the variables a template uses."""
+"""Strict template rendering (docs/format.md section 6) and the variables a template uses."""
 
 from __future__ import annotations
 

@@ -268,7 +268,7 @@ class AnthropicActor:
     @staticmethod
     def _kind(exc: BaseException) -> str:
         """A rate limit is its own kind: a batch slows down for it instead of failing."""
-        import anthropic
+        import anthropic  # deferred: about a second of import time
 
         if isinstance(exc, anthropic.RateLimitError):
             return "rate-limit"
@@ -277,7 +277,7 @@ class AnthropicActor:
         return "provider"
 
     def _describe(self, exc: BaseException) -> str:
-        import anthropic
+        import anthropic  # deferred: about a second of import time
 
         attempts = self.max_retries + 1
         if isinstance(exc, anthropic.APIStatusError):

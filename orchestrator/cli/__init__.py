@@ -1,4 +1,4 @@
-"""The command line (FORMAT.md section 9).
+"""The command line (docs/format.md section 9).
 
 Exit codes: 0 success, 1 problems found or the thread failed, 2 usage error or unreadable input,
 3 the thread is suspended or waiting. Subcommands live in their own modules and are imported only

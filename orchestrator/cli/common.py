@@ -26,6 +26,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 def load_graph_or_exit(arg: str) -> Any:
     """Load a graph; print its problems and exit 2 when it cannot be loaded."""
+    # deferred: every command imports this module; only some need graphs (pydantic and all)
     from ..problems import GraphError
     from ..spec.loader import load_graph
 
@@ -58,6 +59,7 @@ def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str
 
 def typed_inputs(schema: dict[str, Any], raw: dict[str, str]) -> dict[str, Any]:
     """Inputs whose declared type is not string are read as YAML (numbers, lists, booleans)."""
+    # deferred: every command imports this module; only some need YAML
     from ..spec.yamlpos import typed_value
 
     props = schema.get("properties") or {}

@@ -1,4 +1,6 @@
-"""`orchestrator extract`: run a reply through a role's extract pipeline (FORMAT.md 4 and 9).
+"""`orchestrator extract`: run a reply through a role's extract pipeline.
+
+The pipeline is docs/format.md section 4; the command, section 9.
 
 Prints `{"status", "frontmatter", "body"}` as JSON (or only the status) and exits 0 for a valid
 reply; prints one `error: ...` line per problem on stderr and exits 1 for an invalid one; exits 2

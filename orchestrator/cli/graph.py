@@ -29,6 +29,7 @@ from .common import store_option
 @store_option
 def graph(graph_arg: str, fmt: str, thread_id: str | None, store_dir: Path | None) -> None:
     """Draw GRAPH (a path, or a name in ./graphs or the bundled graphs)."""
+    # deferred: `orchestrator graph --help` loads no graph machinery
     from ..render.diagram import to_dot, to_mermaid
 
     loaded = _load(graph_arg)
@@ -39,6 +40,7 @@ def graph(graph_arg: str, fmt: str, thread_id: str | None, store_dir: Path | Non
 
 def _load(arg: str) -> Any:
     """The graph, or its problems on stderr and exit 2 (unreadable) or 1 (invalid)."""
+    # deferred: `orchestrator graph --help` loads no graph machinery
     from ..problems import GraphError
     from ..spec.loader import load_graph
 
@@ -51,7 +53,7 @@ def _load(arg: str) -> Any:
 
 
 def _taken_path(store_dir: Path | None, thread_id: str, graph: str) -> Any:
-    from ..render import thread_path
+    from ..render import thread_path  # deferred: only --thread opens the thread store
 
     try:
         return thread_path(store_dir, thread_id, graph)

@@ -102,7 +102,7 @@ class LiveView:
         clock: Callable[[], float] = time.monotonic,
         refresh_per_second: float = 4,
     ):
-        from rich.console import Console
+        from rich.console import Console  # deferred: rich loads with a view, not this module
 
         self.graph = graph
         self.thread_id = thread_id
@@ -137,7 +137,7 @@ class LiveView:
     # ------------------------------------------------------------------ context manager
 
     def __enter__(self) -> LiveView:
-        from rich.live import Live
+        from rich.live import Live  # deferred: rich loads with a view, not this module
 
         self._live = Live(
             self,
@@ -211,7 +211,7 @@ class LiveView:
     # ------------------------------------------------------------------ rendering
 
     def step_line(self, event: StepCommitted, state: ThreadState) -> Text:
-        from rich.text import Text
+        from rich.text import Text  # deferred: rich loads with a view, not this module
 
         edge = self.graph.edge(event.role, event.status) if self.graph is not None else None
         earlier = edge is not None and (event.role, event.status) in self.loops
@@ -226,12 +226,12 @@ class LiveView:
         return line
 
     def note_line(self, event: Any, state: ThreadState, style: str) -> Text:
-        from rich.text import Text
+        from rich.text import Text  # deferred: rich loads with a view, not this module
 
         return Text("• " + describe(event, state), style=style)
 
     def status_line(self) -> Text:
-        from rich.text import Text
+        from rich.text import Text  # deferred: rich loads with a view, not this module
 
         now = self.clock()
         line = Text()
@@ -251,7 +251,7 @@ class LiveView:
         return line
 
     def __rich__(self) -> Any:
-        from rich.spinner import Spinner
+        from rich.spinner import Spinner  # deferred: rich loads with a view, not this module
 
         # One spinner for the view's life: its frame is computed from its own start time.
         if self._spinner is None:

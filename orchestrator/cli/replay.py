@@ -27,6 +27,7 @@ def recording_paths(args: tuple[str, ...]) -> tuple[list[Path], list[str]]:
 
     Returns the paths and the errors (a missing path, a folder without recordings).
     """
+    # deferred: `orchestrator replay --help` loads no engine
     from ..recording import recordings_under
 
     paths: list[Path] = []
@@ -73,6 +74,7 @@ def replay(
     With --coverage, list every edge of GRAPH with the number of recordings taking it.
     Exit codes: 0 all take the same route, 1 one diverges, 2 unreadable graph or recording.
     """
+    # deferred: `orchestrator replay --help` loads no engine
     from ..recording import RecordingError, load_recording
 
     graph = load_graph_or_exit(graph_arg)
@@ -105,7 +107,7 @@ def _error(message: str, as_json: bool) -> None:
 
 
 def _replay_each(graph: Any, recordings: list[Any], as_json: bool) -> int:
-    from ..replay import replay_recording
+    from ..replay import replay_recording  # deferred: `replay --help` loads no engine
 
     diverged = 0
     for recording in recordings:
@@ -126,7 +128,7 @@ def _replay_each(graph: Any, recordings: list[Any], as_json: bool) -> int:
 
 
 def _coverage(graph: Any, recordings: list[Any], as_json: bool, fail_uncovered: bool) -> int:
-    from ..replay import coverage
+    from ..replay import coverage  # deferred: `replay --help` loads no engine
 
     report = coverage(graph, recordings)
     if as_json:

@@ -81,6 +81,7 @@ def run_validate(paths: list[Path]) -> tuple[list[Problem], int]:
 
 def check_file(path: Path, kind: str) -> list[Problem]:
     """Problems in one file; an unexpected failure becomes an internal-error problem."""
+    # deferred: `validate` with nothing to check, or --help, does not load the linter
     from ..linter import internal_error, lint_graph_file, lint_role_file
 
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +20,26 @@ from ..problems import GraphError, Problem, did_you_mean
 from .models import TOOL_SETS, Graph, Role
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
-BUNDLED = Path(__file__).resolve().parent.parent / "bundled"
 GRAPH_SUFFIXES = (".yaml", ".yml")
 ROLE_SUFFIXES = (".yaml", ".yml", ".md")
 
 
+def _data_package_dir(package: str) -> Path:
+    """The folder of a data package that ships in the wheel (see setup.py and pyproject.toml)."""
+    folder = files(package)
+    if not isinstance(folder, Path):  # only a zip import gives anything else; pip never does
+        raise RuntimeError(f"{package} is not installed as a folder: {folder}")
+    return folder
+
+
 def bundled_graphs_dir() -> Path:
-    return BUNDLED / "graphs"
+    """The bundled graphs: the repository's `graphs/`, installed as `orchestrator._graphs`."""
+    return _data_package_dir("orchestrator._graphs")
 
 
 def bundled_roles_dir() -> Path:
-    return BUNDLED / "roles"
+    """The bundled role library: the repository's `roles/`, installed as `orchestrator._roles`."""
+    return _data_package_dir("orchestrator._roles")
 
 
 def resolve_graph_path(arg: str, cwd: Path | None = None) -> Path:

@@ -32,7 +32,7 @@ def graph_schema() -> dict[str, Any]:
     ordered = {
         "$schema": DRAFT,
         "title": "orchestrator graph file",
-        "description": "A graph of roles (FORMAT.md section 2).",
+        "description": "A graph of roles (docs/format.md section 2).",
     }
     return {**ordered, **{k: v for k, v in schema.items() if k not in ordered}}
 

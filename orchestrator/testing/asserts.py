@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..recording import load_recording, recordings_under
 from ..spec.models import END
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def assert_same_route(
     """Replay `recording` through `graph`; fail with the first divergence. Returns the report,
     whose `.trace` holds the replayed thread for further assertions."""
     __tracebackhide__ = True
-    from ..recording import load_recording
+    # late: orchestrator.replay imports orchestrator.testing, so this side of the cycle waits
     from ..replay import replay_recording
 
     if isinstance(recording, str | Path):  # shown relative to the current directory
@@ -242,8 +243,6 @@ def recording_files(folder: str | Path) -> list[Path]:
             f"no folder {root} (from {Path.cwd()}); in a test module, "
             f'Path(__file__).parent / "recordings" finds a folder next to the test file'
         )
-    from ..recording import recordings_under
-
     found = recordings_under(root)
     if not found:
         raise FileNotFoundError(f"no recordings (*.yaml, *.yml) in {root}")
@@ -253,7 +252,7 @@ def recording_files(folder: str | Path) -> list[Path]:
 def recordings(folder: str | Path) -> list[Any]:
     """`pytest.param`s for every recording under `folder`, each with its file name as its id,
     for `@pytest.mark.parametrize("recording", recordings(HERE / "recordings"))`."""
-    import pytest
+    import pytest  # only here: the rest of orchestrator.testing works without pytest
 
     root = Path(folder)
     return [pytest.param(p, id=p.relative_to(root).as_posix()) for p in recording_files(root)]
