@@ -1,4 +1,4 @@
-"""Recordings (FORMAT.md section 8): a thread's replies, to replay and to test routing against.
+"""Recordings (docs/format.md section 8): a thread's replies, to replay and to test routing against.
 
 A recording lists, per committed step, the role, the rendered prompt, the accepted reply
 verbatim, the rejected attempts with their errors, and the token usage. Replaying feeds step N's

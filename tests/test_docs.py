@@ -18,17 +18,11 @@ FORMAT_DOC = REPO / "docs" / "format.md"
 # must cite docs/format.md once that lands. Remove a file from this list when it is fixed.
 OLD_CITATIONS_PENDING = {
     "orchestrator/actors/command.py",
-    "orchestrator/cli/threads.py",
-    "orchestrator/engine.py",
     "orchestrator/extract.py",
     "orchestrator/linter.py",
-    "orchestrator/recording.py",
-    "orchestrator/replay.py",
-    "orchestrator/runner.py",
     "orchestrator/spec/contract.py",
     "orchestrator/spec/loader.py",
     "orchestrator/spec/models.py",
-    "orchestrator/testing/__init__.py",
     "orchestrator/tools/__init__.py",
     "orchestrator/tools/search.py",
 }
