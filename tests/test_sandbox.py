@@ -472,3 +472,26 @@ def test_sandbox_problem(
     assert sandboxing.unsandboxed_roles(
         make_graph(SANDBOXED.replace("SANDBOX", "sandbox: off"))
     ) == ["dev"]
+
+
+def test_host_tmp_is_hidden_but_git_metadata_and_the_agents_files_stay(
+    mechanism: str, tmp_path: Path
+) -> None:
+    """/tmp is the sandbox's own: other files there (sockets included) are out of sight, while
+    a worktree's repository and the agent's own script stay readable."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.invalid"}
+    env |= {"GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "first"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True)
+    subprocess.run(
+        ["git", "worktree", "add", "-q", str(tmp_path / "wt")], cwd=repo, env=env, check=True
+    )
+    (tmp_path / "other.txt").write_text("private")
+    text, err = shell(tmp_path / "wt", f"cat {tmp_path}/other.txt; git log --oneline | wc -l")
+    assert "private" not in text and text.split()[-1] == "1", text
+    script = tmp_path / "tools" / "agent.py"
+    script.parent.mkdir()
+    script.write_text("import sys; sys.stdin.read(); print('---\\n$status: done\\n---\\nran')")
+    assert "ran" in act(tmp_path / "wt", [sys.executable, str(script)])

@@ -9,7 +9,9 @@ orchestrator is not root). Standard library only: it runs with `-I -S`, outside 
 2. A minimal `/dev` (tmpfs with the null, zero, full, random, urandom and tty nodes bound from the
    host, a new devpts instance, its own `/dev/shm`), an empty `/tmp`, and, without network, an
    empty `/run`.
-3. The writable paths bound onto themselves from the held descriptors.
+3. The writable paths, and the readable ones (the command's files and the workspace's git
+   metadata that lie under the new `/tmp` or `/run`), bound onto themselves from the held
+   descriptors.
 4. Every other mount remounted read-only (its nosuid/nodev/noexec flags kept); a mount that may
    not be remounted fails the start (exit 125) rather than stay writable.
 5. Start the command through `setpriv` with no capabilities and `no_new_privs`, wait for it while
@@ -92,7 +94,7 @@ def make_dev(held_devices: dict[str, int]) -> None:
     os.symlink("/proc/self/fd/2", "/dev/stderr")
 
 
-def bind_writable(path: str, fd: int) -> None:
+def bind(path: str, fd: int) -> None:
     if not os.path.lexists(path):  # hidden by one of the tmpfs mounts: recreate the mount point
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if stat.S_ISDIR(os.fstat(fd).st_mode):
@@ -107,30 +109,34 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1 :]
     writable: list[str] = []
+    readable: list[str] = []
     chdir, setpriv, hide_run = "/", "setpriv", False
     i = 0
     while i < len(options):
         if options[i] == "--hide-run":
             hide_run = True
-        elif options[i] in ("--writable", "--chdir", "--setpriv"):
+        elif options[i] in ("--writable", "--readable", "--chdir", "--setpriv"):
             value = options[i + 1]
             i += 1
             if options[i - 1] == "--writable":
                 writable.append(value)
+            elif options[i - 1] == "--readable":
+                readable.append(value)
             elif options[i - 1] == "--chdir":
                 chdir = value
             else:
                 setpriv = value
         i += 1
     try:
+        shown = [(path, os.open(path, os.O_PATH)) for path in readable]
         held = [(path, os.open(path, os.O_PATH)) for path in writable]
         devices = {name: os.open(f"/dev/{name}", os.O_PATH) for name in DEVICES}
         scratch = ["/tmp"] + (["/run"] if hide_run and os.path.isdir("/run") else [])
         for path in scratch:
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
         make_dev(devices)
-        for path, fd in held:
-            bind_writable(path, fd)
+        for path, fd in shown + held:  # the readable ones are made read-only below
+            bind(path, fd)
         keep = [*writable, *scratch, "/dev"]
         for point, flags in mount_points():
             if under(point, keep):

@@ -11,7 +11,9 @@ With bubblewrap (`bwrap`, preferred):
 - a new PID namespace with its own `/proc`: the orchestrator and every other process outside are
   invisible; `/proc/1` is bubblewrap's init, whose environment is the scrubbed one;
 - the whole filesystem bound read-only, the workspace (and the role's `writable:` paths) bound
-  read-write at the same paths; a private `/dev` and an empty, private `/tmp`;
+  read-write at the same paths; a private `/dev` and an empty, private `/tmp` in which only the
+  command's own files and the workspace's git metadata stay visible (`visible_through`), so
+  sockets under the host's `/tmp` (tmux, ssh-agent, X11) cannot be reached;
 - without network (`network: false`, the shell tool's default): a new network namespace with
   only a loopback of its own, and `/run` hidden behind an empty tmpfs, so host sockets there (a
   Docker socket, D-Bus) cannot be reached either;
@@ -152,12 +154,62 @@ def wrap(
             + ", ".join(str(p) for p in missing)
         )
     ws = Path(os.path.realpath(workspace))
+    readable = visible_through(argv, ws, policy)
     if kind == "bwrap":
-        return _bwrap(argv, ws, policy)
-    return _unshare(argv, ws, policy)
+        return _bwrap(argv, ws, policy, readable)
+    return _unshare(argv, ws, policy, readable)
 
 
-def _bwrap(argv: list[str], ws: Path, policy: Policy) -> list[str]:
+def hidden_roots(policy: Policy) -> tuple[Path, ...]:
+    """The folders the sandbox replaces by empty ones of its own."""
+    return (Path("/tmp"),) if policy.network else (Path("/tmp"), Path("/run"))
+
+
+def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
+    """What under a hidden folder must stay readable: the command's own files and git metadata.
+
+    The folder of every argv element that is an existing absolute path (an agent's script, its
+    interpreter), and the `.git` of the repository the workspace is in (a thread's worktree
+    keeps it in the main checkout), when they lie under `/tmp` (or a hidden `/run`)."""
+    roots = hidden_roots(policy)
+    wanted: list[Path] = []
+    for arg in argv:
+        if arg.startswith("/") and os.path.exists(arg):
+            wanted.append(Path(os.path.realpath(os.path.dirname(arg))))
+    git = _git_dir(ws)
+    if git is not None:
+        wanted.append(git)
+    found: list[Path] = []
+    for path in wanted:
+        hidden = any(path.is_relative_to(r) for r in roots)
+        bound = any(path.is_relative_to(w) for w in (ws, *policy.writable))
+        if hidden and not bound and path not in found:
+            found.append(path)
+    return found
+
+
+def _git_dir(ws: Path) -> Path | None:
+    """The repository's common `.git` folder for a workspace inside a checkout or worktree."""
+    for folder in (ws, *ws.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return Path(os.path.realpath(dot))
+        if dot.is_file():
+            try:
+                line = dot.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            gitdir = (folder / line.removeprefix("gitdir:").strip()).resolve()
+            common = gitdir / "commondir"
+            if common.is_file():
+                return (gitdir / common.read_text().strip()).resolve()
+            return gitdir
+    return None
+
+
+def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bwrap is not installed: " + INSTALL_HINT)
@@ -174,12 +226,14 @@ def _bwrap(argv: list[str], ws: Path, policy: Policy) -> list[str]:
     args += ["--tmpfs", "/tmp"]
     if not policy.network:
         args += ["--tmpfs", "/run"]
+    for path in readable:
+        args += ["--ro-bind", str(path), str(path)]
     for path in (ws, *policy.writable):
         args += ["--bind", str(path), str(path)]
     return [*args, "--chdir", str(ws), "--", *argv]
 
 
-def _unshare(argv: list[str], ws: Path, policy: Policy) -> list[str]:
+def _unshare(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
     if unshare is None or setpriv is None:
         raise SandboxUnavailable(
@@ -194,6 +248,8 @@ def _unshare(argv: list[str], ws: Path, policy: Policy) -> list[str]:
     init = [sys.executable, "-I", "-S", str(INIT_SCRIPT), "--chdir", str(ws), "--setpriv", setpriv]
     if not policy.network:
         init.append("--hide-run")
+    for path in readable:
+        init += ["--readable", str(path)]
     for path in (ws, *policy.writable):
         init += ["--writable", str(path)]
     return [*args, "--", *init, "--", *argv]
