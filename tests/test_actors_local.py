@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from orchestrator.model_config import resolve_model
 from orchestrator.run.actors import model_settings
 from orchestrator.spec.models import Graph
 from tests.graphs_for_tests import REVIEW_LOOP
+from tests.process_helpers import live_with, marker, wait_until
 
 
 @pytest.fixture
@@ -126,17 +128,14 @@ def test_model_resolution_order(loop: Graph, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_agent_process_dies_with_the_orchestrator(tmp_path: Path) -> None:
-    """A SIGKILLed run leaves no agent process behind to keep editing files."""
-    import os
+    """A SIGKILLed run leaves no agent process behind to keep editing files (sandbox included)."""
     import signal
     import subprocess
-    import time
 
-    pidfile = tmp_path / "agent.pid"
+    word = marker()
+    started = tmp_path / "started"
     sleeper = tmp_path / "sleeper.py"
-    sleeper.write_text(
-        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
-    )
+    sleeper.write_text(f"import time\nopen({str(started)!r}, 'w').write('x')\ntime.sleep(60)\n")
     code = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
@@ -144,27 +143,19 @@ def test_agent_process_dies_with_the_orchestrator(tmp_path: Path) -> None:
         "from orchestrator.spec.models import Role\n"
         "from orchestrator.actors.base import ActRequest\n"
         "role = Role(description='d', goal='g', frontmatter={})\n"
-        f"agent = [sys.executable, {str(sleeper)!r}]\n"
+        f"agent = [sys.executable, {str(sleeper)!r}, {word!r}]\n"
         "req = ActRequest(thread_id='T', step=1, role_name='r', role=role, prompt='p',"
         " workspace=Path('.'))\n"
         "asyncio.run(CommandProcessActor(agent, timeout=120).play(req))\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path)
-    deadline = time.monotonic() + 30
-    while not (pidfile.exists() and pidfile.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    agent_pid = int(pidfile.read_text())
+    assert wait_until(started.exists, timeout=30)
+    assert live_with(word)
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(agent_pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(agent_pid, signal.SIGKILL)
+    if not wait_until(lambda: not live_with(word)):
+        for pid in live_with(word):
+            os.kill(pid, signal.SIGKILL)
         raise AssertionError("the agent outlived the orchestrator")
 
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 
 import pytest
 
 from orchestrator.tools import PathRefused, ToolBox, Workspace, tool_definitions
 from orchestrator.tools.editor import TextEditor
+from orchestrator.tools.scrub import is_secret_name, safe_environment
 from orchestrator.tools.search import search
-from orchestrator.tools.shell import Shell, is_secret_name, safe_environment
+from orchestrator.tools.shell import Shell
+from tests.process_helpers import live_with, marker, wait_until
 
 SECRET = "outside-secret-content-1234"
 
@@ -241,24 +242,24 @@ def test_shell_reports_exit_code_and_stderr(layout: tuple[Path, Path]) -> None:
     assert not err and "oops" in text and "[exit code 3]" in text
 
 
-def _alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_shell_timeout_kills_the_process_group(layout: tuple[Path, Path]) -> None:
+    """Through the sandbox: the background child dies too, seen from outside its namespace."""
     ws, _ = layout
-    text, err = run_shell(ws, "sleep 30 & echo child=$!; sleep 30", timeout=0.5)
-    assert err and "timed out after 0.5 s" in text
-    child = int(text.split("child=")[1].split()[0])
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not _alive(child)
+    word = marker()
+    script = f"import time; time.sleep(30)  # {word}"
+    text, err = run_shell(ws, f"python3 -c '{script}' & echo started; sleep 30", timeout=1.5)
+    assert err and "timed out after 1.5 s" in text and "started" in text
+    assert wait_until(lambda: not live_with(word))
+
+
+def test_shell_timeout_kills_children_that_left_the_group(layout: tuple[Path, Path]) -> None:
+    """A child that started its own session dies with the sandbox's PID namespace."""
+    ws, _ = layout
+    word = marker()
+    script = f"import time; time.sleep(30)  # {word}"
+    text, err = run_shell(ws, f"setsid python3 -c '{script}' & echo started; sleep 30", timeout=1.5)
+    assert err and "timed out" in text
+    assert wait_until(lambda: not live_with(word))
 
 
 def test_shell_output_is_truncated(layout: tuple[Path, Path]) -> None:

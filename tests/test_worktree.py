@@ -54,6 +54,7 @@ roles:
     goal: You write.
     tools: [TOOLS]
     actor: { command: [PYTHON, AGENT] }
+    sandbox: { writable: [STATE] }  # the agent keeps its state outside the workspace
     frontmatter:
       type: object
       properties: { $status: { const: done } }
@@ -98,14 +99,21 @@ def write_graph(tmp_path: Path, tools: str) -> Path:
         GRAPH.replace("PYTHON", json.dumps(sys.executable))
         .replace("AGENT", json.dumps(str(agent)))
         .replace("TOOLS", tools)
+        .replace("STATE", json.dumps(str(state_dir(tmp_path))))
     )
     path.write_text(textwrap.dedent(text).lstrip())
     return path
 
 
+def state_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "agent-state-dir"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def _agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AGENT_STATE", str(tmp_path / "agent-state"))
+    monkeypatch.setenv("AGENT_STATE", str(state_dir(tmp_path) / "agent-state"))
 
 
 def run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Result:

@@ -25,7 +25,9 @@ becomes `ActorError(kind="provider")` with the HTTP status and the provider's ow
 thread suspends with a sentence a person can act on. No SDK exception escapes `play()`.
 
 Secrets. The API key goes to the SDK and nowhere else: it is never part of a prompt, an error
-message or a tool's environment, and tool output is scrubbed of it.
+message or a tool's environment, tool output is redacted of it (`tools/scrub.py`), and the shell
+tool runs in the role's sandbox (`tools/sandbox.py`), where the orchestrator's process and its
+environment are out of sight.
 
 `anthropic` takes about a second to import, so it is imported on the first `play()`, never at
 module import: the command line stays fast for everything that does not call a model.
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from ..model_config import ModelConfigError, cost_usd, resolve_model
 from ..prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_message
 from ..tools import ToolBox, tool_definitions
+from ..tools.scrub import Secrets
 from .base import ActorError, ActReply, ActRequest, Usage
 
 if TYPE_CHECKING:
@@ -165,7 +168,12 @@ class AnthropicActor:
         message = visit_message(request, self.history_budget)
         conversation = build_conversation(request, message)
         toolbox = ToolBox(
-            request.workspace, role.tools, shell_timeout=self.shell_timeout, secrets=self._secret
+            request.workspace,
+            role.tools,
+            shell_timeout=self.shell_timeout,
+            secrets=self._secret,
+            sandbox=role.sandbox,
+            role_name=request.role_name,
         )
         usage = Usage()
         tool_calls = 0
@@ -325,9 +333,7 @@ class AnthropicActor:
         return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secret:
-            text = text.replace(secret, "[redacted]")
-        return text
+        return Secrets(self._secret).redact(text)
 
 
 # ---------------------------------------------------------------------- request building

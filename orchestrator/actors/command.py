@@ -2,8 +2,17 @@
 
 The process gets the whole prompt on stdin (the role's system prompt, the visit message and,
 when repairing, its rejected reply and the errors) and writes its reply on stdout. It runs in the
-step's workspace with a timeout and an environment without secrets; a non-zero exit or a timeout
-suspends the thread with the process's own words (the tail of its stderr).
+step's workspace with a timeout; a non-zero exit or a timeout suspends the thread with the
+process's own words (the tail of its stderr).
+
+Secrets and confinement (`orchestrator.tools.scrub`, `orchestrator.tools.sandbox`): the process
+gets the orchestrator's environment without secrets (by name and by value); its reply and its
+stderr are redacted of the orchestrator's credentials before they are stored or shown; and it
+runs in the role's sandbox: its own PID namespace and `/proc`, the filesystem read-only outside
+the workspace and the role's `sandbox: writable:` paths (an agent's config folder), network on
+unless the role says `network: false`. When no sandbox can be made the step suspends saying so,
+unless the role says `sandbox: off`. The process dies with the orchestrator (PR_SET_PDEATHSIG,
+kept through the sandbox), and a timeout kills its whole process group and sandbox.
 """
 
 from __future__ import annotations
@@ -12,21 +21,18 @@ import asyncio
 import contextlib
 import functools
 import os
+import shutil
 import signal
-import sys
+from pathlib import Path
 
+from ..tools import sandbox as sandboxing
+from ..tools.scrub import Secrets, safe_environment
 from .base import ActorError, ActReply, ActRequest
-
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 def scrubbed_environment() -> dict[str, str]:
-    """The environment minus anything that looks like a secret (API keys, tokens, passwords)."""
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if not any(marker in name.upper() for marker in SECRET_MARKERS)
-    }
+    """The environment minus secrets: secret-named variables and any holding a credential."""
+    return safe_environment()
 
 
 def compose_prompt(request: ActRequest) -> str:
@@ -46,7 +52,21 @@ class CommandProcessActor:
         self.argv = list(argv)
         self.timeout = timeout
 
+    def command(self, request: ActRequest) -> list[str]:
+        """The argv to start: the agent inside the role's sandbox, unless it opted out."""
+        policy = sandboxing.policy_for(request.role.sandbox, agent=True)
+        if policy is None:
+            sandboxing.warn_unsandboxed(request.role_name, "agent process")
+            return self.argv
+        try:
+            return sandboxing.wrap(self.argv, workspace=request.workspace, policy=policy)
+        except sandboxing.SandboxUnavailable as exc:
+            raise ActorError(
+                f"role {request.role_name!r} was not started: {exc}", "sandbox"
+            ) from None
+
     async def play(self, request: ActRequest) -> ActReply:
+        secrets = Secrets.from_environment()
         prompt = compose_prompt(request)
         env = scrubbed_environment()
         env.update(
@@ -56,16 +76,19 @@ class CommandProcessActor:
             ORCHESTRATOR_ATTEMPT=str(len(request.attempts) + 1),
         )
         name = self.argv[0]
+        if not _runnable(name, env.get("PATH"), request.workspace):
+            raise ActorError(f"cannot start `{name}`: no such executable", "process")
+        argv = self.command(request)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.argv,
+                *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=str(request.workspace),
                 env=env,
                 start_new_session=True,
-                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+                preexec_fn=functools.partial(sandboxing.die_with_parent, os.getpid()),
             )
         except OSError as exc:
             raise ActorError(f"cannot start `{name}`: {exc.strerror or exc}", "process") from None
@@ -81,21 +104,21 @@ class CommandProcessActor:
             _kill(proc)
             raise
         if proc.returncode != 0:
-            tail = err.decode(errors="replace").strip().splitlines()[-5:]
+            # Redact the whole of stderr before keeping its tail: a cut cannot show a prefix.
+            tail = secrets.redact(err.decode(errors="replace")).strip().splitlines()[-5:]
             detail = (": " + " / ".join(tail)) if tail else ""
             raise ActorError(f"`{name}` exited with status {proc.returncode}{detail}", "process")
-        return ActReply(text=out.decode(errors="replace"), message=prompt)
+        return ActReply(
+            text=secrets.redact(out.decode(errors="replace")), message=secrets.redact(prompt)
+        )
 
 
-def _die_with_parent(parent: int) -> None:
-    """In the child: ask Linux to kill it if the orchestrator dies (no orphaned agents)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
+def _runnable(name: str, path: str | None, cwd: Path) -> bool:
+    """Whether `name` can be executed: checked before the sandbox, which would hide the cause."""
+    if os.sep not in name:
+        return shutil.which(name, path=path) is not None
+    full = cwd / name
+    return full.is_file() and os.access(full, os.X_OK)
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:

@@ -46,6 +46,7 @@ class SuspendKind(StrEnum):
     PROCESS = "process"  # an agent process could not start or exited non-zero
     TOOL_LOOP = "tool-loop"  # a model kept calling tools past the limit
     CONFIG = "config"  # the actor is not configured (no API key, bad model settings)
+    SANDBOX = "sandbox"  # a process needs a sandbox that cannot be made here
     REPLAY_DIVERGENCE = "replay-divergence"  # the graph asks for what a recording lacks
     SCRIPT_EXHAUSTED = "script-exhausted"  # simulate(): no scripted reply left
 

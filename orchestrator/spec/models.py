@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -39,6 +39,21 @@ class CommandActor(_Frozen):
 Actor = Literal["anthropic", "human"] | CommandActor
 
 
+class Sandbox(_Frozen):
+    """The sandbox of a role's processes: its shell tool's commands or its command actor."""
+
+    network: bool | None = Field(
+        None,
+        description="allow network access (default: off for the shell tool, on for a command "
+        "actor, whose agent calls its own model API)",
+    )
+    writable: list[Annotated[str, Field(pattern=r"^(/|~/)")]] = Field(
+        default_factory=list,
+        description="paths outside the workspace the process may write (absolute or ~/...), "
+        "e.g. an agent's config folder; each must exist",
+    )
+
+
 class Role(_Frozen):
     description: str = Field(description="one line for people")
     goal: str = Field(description="who the agent is and what it is for")
@@ -54,6 +69,11 @@ class Role(_Frozen):
     actor: Actor = "anthropic"
     max_repairs: int = Field(2, ge=0)
     memory: Literal["session", "fresh"] = "session"
+    sandbox: Sandbox | Literal["off"] = Field(
+        default_factory=Sandbox,
+        description="how the role's shell commands or agent process are confined; `off` runs "
+        "them unconfined, as the orchestrator's user",
+    )
 
     # Set by the loader: the role's key in the graph.
     _name: str = PrivateAttr("")
@@ -124,7 +144,11 @@ class Graph(_Frozen):
     @cached_property
     def hash(self) -> str:
         """sha256 of the resolved graph (library roles included), stable across key order."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        for role in data["roles"].values():  # graphs written before `sandbox:` keep their hash
+            if role.get("sandbox") == {"network": None, "writable": []}:
+                del role["sandbox"]
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
     def edge(self, source: str, status: str) -> Edge | None:

@@ -13,15 +13,18 @@ The model sends commands; this module carries them out on the workspace:
 
 A role with `read` but not `edit` may only `view`; other commands return an error result
 ("this role may only read files"). Errors never raise: they come back as `(message, True)` so the
-model can correct itself. Paths go through `Workspace.resolve`, so nothing outside is touched.
+model can correct itself. Paths go through `Workspace.resolve`, so nothing outside is touched,
+and files are read and written through `workspace.read_file`/`write_file`, which refuse FIFOs,
+devices and hard-linked files. Credentials are redacted (`redact`) before output is cut.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .workspace import PathRefused, Workspace
+from .workspace import PathRefused, Workspace, read_file, write_file
 
 TOOL_TYPE = "text_editor_20250728"
 TOOL_NAME = "str_replace_based_edit_tool"
@@ -41,9 +44,15 @@ def definition() -> dict[str, Any]:
 
 
 class TextEditor:
-    def __init__(self, workspace: Workspace, can_edit: bool):
+    def __init__(
+        self,
+        workspace: Workspace,
+        can_edit: bool,
+        redact: Callable[[str], str] = lambda text: text,
+    ):
         self.workspace = workspace
         self.can_edit = can_edit
+        self.redact = redact
 
     def run(self, args: dict[str, Any]) -> Result:
         command = args.get("command")
@@ -84,9 +93,9 @@ class TextEditor:
         path = self._path(args)
         if path.is_dir():
             return self._listing(path)
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise ToolFailure(f"{self.workspace.display(path)}: no such file or directory")
-        text = _read_text(path)
+        text = self._read(path)
         lines = text.split("\n")
         if text.endswith("\n"):
             lines.pop()
@@ -108,7 +117,7 @@ class TextEditor:
                     "use 1 <= start <= end <= lines, or end = -1"
                 )
         numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
-        return _cap(numbered, MAX_VIEW_CHARS, "use view_range to see the rest")
+        return _cap(self.redact(numbered), MAX_VIEW_CHARS, "use view_range to see the rest")
 
     def _listing(self, root: Path) -> str:
         entries: list[str] = []
@@ -144,9 +153,8 @@ class TextEditor:
             raise ToolFailure("`file_text` is required for create")
         if path.is_dir():
             raise ToolFailure(f"{self.workspace.display(path)} is a directory")
-        existed = path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        existed = write_file(path, text, self.workspace.display(path))
         verb = "overwritten" if existed else "created"
         return f"File {verb}: {self.workspace.display(path)}"
 
@@ -158,7 +166,7 @@ class TextEditor:
             raise ToolFailure("`old_str` is required for str_replace and may not be empty")
         if not isinstance(new, str):
             raise ToolFailure("`new_str` must be a string")
-        text = _read_text(path)
+        text = self._read(path)
         count = text.count(old)
         shown = self.workspace.display(path)
         if count == 0:
@@ -175,10 +183,10 @@ class TextEditor:
             )
         at = text.index(old)
         updated = text[:at] + new + text[at + len(old) :]
-        path.write_text(updated, encoding="utf-8")
+        write_file(path, updated, shown)
         first = text.count("\n", 0, at) + 1
-        return f"The file {shown} has been edited.\n" + _snippet(
-            updated, first, new.count("\n") + 1
+        return f"The file {shown} has been edited.\n" + self.redact(
+            _snippet(updated, first, new.count("\n") + 1)
         )
 
     def _insert(self, args: dict[str, Any]) -> str:
@@ -189,7 +197,7 @@ class TextEditor:
             raise ToolFailure("`insert_line` (an integer, 0 = top of the file) is required")
         if not isinstance(new, str):
             raise ToolFailure("`insert_text` is required for insert")
-        text = _read_text(path)
+        text = self._read(path)
         lines = text.split("\n")
         trailing = text.endswith("\n")
         if trailing:
@@ -200,23 +208,25 @@ class TextEditor:
             )
         added = new.removesuffix("\n").split("\n")
         lines[line:line] = added
-        path.write_text("\n".join(lines) + ("\n" if trailing or not text else ""), "utf-8")
         shown = self.workspace.display(path)
+        write_file(path, "\n".join(lines) + ("\n" if trailing or not text else ""), shown)
         updated = "\n".join(lines)
-        return f"The file {shown} has been edited.\n" + _snippet(updated, line + 1, len(added))
+        return f"The file {shown} has been edited.\n" + self.redact(
+            _snippet(updated, line + 1, len(added))
+        )
 
     def _existing_file(self, args: dict[str, Any]) -> Path:
         path = self._path(args)
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             raise ToolFailure(f"{self.workspace.display(path)}: no such file")
         return path
 
-
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise ToolFailure(f"{path.name}: binary file; it cannot be shown or edited as text")
-    return data.decode("utf-8", errors="replace")
+    def _read(self, path: Path) -> str:
+        shown = self.workspace.display(path)
+        data = read_file(path, shown)
+        if b"\x00" in data[:8192]:
+            raise ToolFailure(f"{shown}: binary file; it cannot be shown or edited as text")
+        return data.decode("utf-8", errors="replace")
 
 
 def _match_lines(text: str, needle: str) -> list[int]:

@@ -9,63 +9,40 @@ does nothing, because every command already starts fresh.
   group killed, and the result says so as an error.
 - Output: cut to `max_output` characters (default 30,000) with a note saying how much was dropped;
   the rest is read and discarded so the process never blocks on a full pipe.
-- Secrets: the environment is the orchestrator's own minus every variable whose name contains
-  KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL (case-insensitive), every `ANTHROPIC_*`
-  variable, and every variable whose value contains the Anthropic API key or auth token. A model's commands have no use for
-  the orchestrator's credentials, and a prompt-injected command must not be able to print them.
-
-The shell is not a sandbox: a command can still read files outside the workspace by absolute path.
-Give a role `shell` only when it needs to run programs, and run untrusted work in a container.
+- Secrets: the environment is the orchestrator's own minus every secret-named variable and every
+  variable whose value holds a credential, and the output is redacted (credentials, their
+  reversed and base64 forms, and long fragments of them) before it is cut (`scrub.py`).
+- Sandbox: the command runs inside the role's sandbox (`sandbox.py`): its own PID namespace and
+  `/proc`, the filesystem read-only outside the workspace and the role's `writable:` paths, no
+  network unless the role's `sandbox: {network: true}`. When no sandbox can be made the tool
+  refuses with an error result; `sandbox: off` runs the command unconfined, with a warning on
+  the orchestrator's stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
+from ..spec.models import Sandbox
+from . import sandbox as sandboxing
+from .scrub import Secrets, safe_environment
 from .workspace import Workspace
 
 TOOL_TYPE = "bash_20250124"
 TOOL_NAME = "bash"
 DEFAULT_TIMEOUT = 120.0
 MAX_OUTPUT = 30_000
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 Result = tuple[str, bool]
 
 
 def definition() -> dict[str, Any]:
     return {"type": TOOL_TYPE, "name": TOOL_NAME}
-
-
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return upper.startswith("ANTHROPIC_") or any(word in upper for word in SECRET_WORDS)
-
-
-def secret_values(
-    environ: Mapping[str, str] | None = None, extra: tuple[str, ...] = ()
-) -> list[str]:
-    """The credentials that must never reach a model: the Anthropic key and token, if set."""
-    env = os.environ if environ is None else environ
-    values = {env.get(name, "") for name in CREDENTIAL_VARIABLES} | set(extra)
-    return sorted((v for v in values if len(v) >= 8), key=len, reverse=True)
-
-
-def safe_environment(
-    environ: Mapping[str, str] | None = None, extra_secrets: tuple[str, ...] = ()
-) -> dict[str, str]:
-    """The environment a tool process gets: secrets removed by name, credentials by value."""
-    env = dict(os.environ if environ is None else environ)
-    secrets = secret_values(env, extra_secrets)
-    return {
-        k: v for k, v in env.items() if not is_secret_name(k) and not any(s in v for s in secrets)
-    }
 
 
 class Shell:
@@ -75,11 +52,26 @@ class Shell:
         timeout: float = DEFAULT_TIMEOUT,
         max_output: int = MAX_OUTPUT,
         extra_secrets: tuple[str, ...] = (),
+        sandbox: Sandbox | Literal["off"] | None = None,
+        role_name: str = "",
     ):
         self.workspace = workspace
         self.timeout = timeout
         self.max_output = max_output
         self.extra_secrets = extra_secrets
+        self.secrets = Secrets.from_environment(extra=extra_secrets)
+        self.policy = sandboxing.policy_for(sandbox, agent=False)
+        self.role_name = role_name
+
+    def argv(self, command: str) -> list[str]:
+        """The process to start: `bash -c command`, inside the sandbox unless the role opted out.
+
+        Raises SandboxUnavailable when a sandbox is needed and none can be made."""
+        argv = ["bash", "-c", command]
+        if self.policy is None:
+            sandboxing.warn_unsandboxed(self.role_name or "(unnamed)", "shell commands")
+            return argv
+        return sandboxing.wrap(argv, workspace=self.workspace.root, policy=self.policy)
 
     async def run(self, args: dict[str, Any]) -> Result:
         if args.get("restart"):
@@ -88,16 +80,19 @@ class Shell:
         if not isinstance(command, str) or not command.strip():
             return "`command` is required (or `restart: true`)", True
         try:
+            argv = self.argv(command)
+        except sandboxing.SandboxUnavailable as exc:
+            return f"the command was not run: {exc}", True
+        try:
             proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
+                *argv,
                 cwd=self.workspace.root,
                 env=safe_environment(extra_secrets=self.extra_secrets),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=functools.partial(sandboxing.die_with_parent, os.getpid()),
             )
         except OSError as exc:
             return f"could not start bash: {exc.strerror or exc}", True
@@ -125,6 +120,8 @@ class Shell:
             _kill_group(proc.pid)
             raise
         text = kept.decode("utf-8", errors="replace")
+        # Redact before cutting, so a cut cannot leave a prefix of a credential behind.
+        text = self.secrets.redact_cut(text) if dropped else self.secrets.redact(text)
         cut = len(text) - self.max_output if len(text) > self.max_output else 0
         text = text[: self.max_output]
         if cut or dropped:

@@ -4,18 +4,21 @@
 bash) so the request prefix stays byte-identical across visits and the provider can cache it.
 `ToolBox.run(name, input)` carries out one `tool_use` block and returns `(text, is_error)` for
 the `tool_result`; it never raises for anything the model did wrong, and it refuses tools the
-role was not given even if the model names them. Credential values are scrubbed from every
-result, so a file that happens to hold the key cannot leak it into the conversation.
+role was not given even if the model names them. Credentials (and their reversed and base64
+forms, and fragments of them) are redacted from every result before it is cut to a length limit
+(`scrub.py`), so a file that happens to hold the key cannot leak it into the conversation. The
+shell runs in the role's sandbox (`sandbox.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..spec.models import Role
+from ..spec.models import Role, Sandbox
 from . import editor, search, shell
+from .scrub import Secrets
 from .workspace import Workspace
 
 
@@ -39,13 +42,22 @@ class ToolBox:
         shell_timeout: float = shell.DEFAULT_TIMEOUT,
         max_output: int = shell.MAX_OUTPUT,
         secrets: tuple[str, ...] = (),
+        sandbox: Sandbox | Literal["off"] | None = None,
+        role_name: str = "",
     ):
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.tool_sets = frozenset(tool_sets)
-        self.secrets = tuple(shell.secret_values(extra=secrets))
-        self.editor = editor.TextEditor(self.workspace, can_edit="edit" in self.tool_sets)
+        self.secrets = Secrets.from_environment(extra=secrets)
+        self.editor = editor.TextEditor(
+            self.workspace, can_edit="edit" in self.tool_sets, redact=self.secrets.redact
+        )
         self.shell = shell.Shell(
-            self.workspace, timeout=shell_timeout, max_output=max_output, extra_secrets=secrets
+            self.workspace,
+            timeout=shell_timeout,
+            max_output=max_output,
+            extra_secrets=secrets,
+            sandbox=sandbox,
+            role_name=role_name,
         )
 
     @property
@@ -62,7 +74,7 @@ class ToolBox:
             if name == editor.TOOL_NAME:
                 text, is_error = self.editor.run(args)
             elif name == search.TOOL_NAME:
-                text, is_error = search.search(self.workspace, args)
+                text, is_error = search.search(self.workspace, args, redact=self.secrets.redact)
             else:
                 text, is_error = await self.shell.run(args)
         except Exception as exc:  # a tool bug or odd input must not end the step
@@ -70,6 +82,4 @@ class ToolBox:
         return self.scrub(text), is_error
 
     def scrub(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
+        return self.secrets.redact(text)

@@ -1,0 +1,333 @@
+"""The sandbox around the processes a role starts: its shell tool's commands, its command actor.
+
+Theory of operation. A tool process runs as the orchestrator's user. Without a sandbox it could
+read the orchestrator's own environment through `/proc/$PPID/environ` (the API key with it),
+write anywhere that user may, and reach any host on the network. `wrap(argv, ...)` returns the
+argv that runs `argv` inside a sandbox instead; the caller starts it with an environment already
+scrubbed (`scrub.py`) and in a new session, and kills the session's process group on timeout.
+
+With bubblewrap (`bwrap`, preferred):
+
+- a new PID namespace with its own `/proc`: the orchestrator and every other process outside are
+  invisible; `/proc/1` is bubblewrap's init, whose environment is the scrubbed one;
+- the whole filesystem bound read-only, the workspace (and the role's `writable:` paths) bound
+  read-write at the same paths; a private `/dev` and an empty, private `/tmp` in which only the
+  command's own files and the workspace's git metadata stay visible (`visible_through`), so
+  sockets under the host's `/tmp` (tmux, ssh-agent, X11) cannot be reached;
+- without network (`network: false`, the shell tool's default): a new network namespace with
+  only a loopback of its own, and `/run` hidden behind an empty tmpfs, so host sockets there (a
+  Docker socket, D-Bus) cannot be reached either;
+- new IPC namespace, all capabilities dropped (root inside cannot remount anything), and
+  `--die-with-parent`: when the orchestrator dies the sandbox dies, and when the sandbox's init
+  dies the kernel kills every process in its PID namespace, including ones that left the
+  process group.
+
+Fallback, util-linux `unshare` + `setpriv` (when `bwrap` is missing or cannot run): the same
+namespaces (`--pid --fork --mount-proc --mount --ipc`, `--net` without network, `--user
+--map-root-user` when not root), then `_sandbox_init.py` as PID 1 of the new namespace mounts an
+empty tmpfs on `/tmp` and `/dev/shm` (and `/run` without network), binds the workspace and the
+`writable:` paths onto themselves, remounts every other mount read-only, and starts the command
+through `setpriv` with no capabilities (empty bounding, inheritable and ambient sets,
+`no_new_privs`, `noroot` securebits). It does not replace `/dev` (the host's device nodes stay
+visible, read-only), which is the one difference from bubblewrap.
+
+`mechanism()` finds out once per process what works here by running `true` in each; the
+environment variable `ORCHESTRATOR_SANDBOX_WITH` (`bwrap`, `unshare` or `none`) picks one for
+tests. When none works, the shell tool refuses to run and a command actor's step suspends,
+unless the role says `sandbox: off`; `sandbox_problem(graph)` says so before a run starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ..spec.models import CommandActor, Role, Sandbox
+
+if TYPE_CHECKING:
+    from ..spec.models import Graph
+
+Mechanism = Literal["bwrap", "unshare"]
+FORCE_VARIABLE = "ORCHESTRATOR_SANDBOX_WITH"
+INIT_SCRIPT = Path(__file__).with_name("_sandbox_init.py")
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap) and allow user namespaces, or set `sandbox: off` on the role to run it "
+    "without a sandbox"
+)
+
+
+class SandboxUnavailable(Exception):
+    """No sandbox can be made for a process that needs one; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a sandboxed process may do besides reading the filesystem and writing its workspace."""
+
+    network: bool = False
+    writable: tuple[Path, ...] = ()
+
+
+def policy_for(setting: Sandbox | Literal["off"] | None, *, agent: bool) -> Policy | None:
+    """The policy a role's setting asks for (None: `sandbox: off`); `agent` for command actors."""
+    if setting == "off":
+        return None
+    if setting is None or isinstance(setting, str):
+        setting = Sandbox()
+    network = setting.network if setting.network is not None else agent
+    return Policy(network=network, writable=tuple(expand(p) for p in setting.writable))
+
+
+def expand(path: str) -> Path:
+    return Path(os.path.realpath(os.path.expanduser(path)))
+
+
+def missing_writable(policy: Policy) -> list[Path]:
+    return [p for p in policy.writable if not p.exists()]
+
+
+# --------------------------------------------------------------------------- what works here
+
+
+def mechanism() -> Mechanism | None:
+    """The sandbox that works on this machine, or None."""
+    forced = os.environ.get(FORCE_VARIABLE, "").strip().lower()
+    if forced == "none":
+        return None
+    if forced in ("bwrap", "unshare"):
+        return forced if _works(forced) else None  # type: ignore[return-value]
+    for kind in ("bwrap", "unshare"):
+        if _works(kind):
+            return kind  # type: ignore[return-value]
+    return None
+
+
+@functools.cache
+def _works(kind: str) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    with tempfile.TemporaryDirectory(prefix="orchestrator-sandbox-probe-") as ws:
+        try:
+            argv = wrap(["true"], workspace=Path(ws), policy=Policy(), kind=kind)  # type: ignore[arg-type]
+            done = subprocess.run(argv, capture_output=True, timeout=20, env=_probe_env())
+        except (OSError, subprocess.SubprocessError, SandboxUnavailable):
+            return False
+    return done.returncode == 0
+
+
+def _probe_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def reset() -> None:
+    """Forget what was probed (tests that change PATH or the forcing variable)."""
+    _works.cache_clear()
+
+
+# --------------------------------------------------------------------------- the argv
+
+
+def wrap(
+    argv: list[str],
+    *,
+    workspace: Path,
+    policy: Policy,
+    kind: Mechanism | None = None,
+) -> list[str]:
+    """`argv` run inside the sandbox; SandboxUnavailable when none can be made."""
+    kind = kind or mechanism()
+    if kind is None:
+        raise SandboxUnavailable("no sandbox can be made on this machine: " + INSTALL_HINT)
+    missing = missing_writable(policy)
+    if missing:
+        raise SandboxUnavailable(
+            "the role's `sandbox: writable:` paths must exist: "
+            + ", ".join(str(p) for p in missing)
+        )
+    ws = Path(os.path.realpath(workspace))
+    readable = visible_through(argv, ws, policy)
+    if kind == "bwrap":
+        return _bwrap(argv, ws, policy, readable)
+    return _unshare(argv, ws, policy, readable)
+
+
+def hidden_roots(policy: Policy) -> tuple[Path, ...]:
+    """The folders the sandbox replaces by empty ones of its own."""
+    return (Path("/tmp"),) if policy.network else (Path("/tmp"), Path("/run"))
+
+
+def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
+    """What under a hidden folder must stay readable: the command's own files and git metadata.
+
+    The folder of every argv element that is an existing absolute path (an agent's script, its
+    interpreter), and the `.git` of the repository the workspace is in (a thread's worktree
+    keeps it in the main checkout), when they lie under `/tmp` (or a hidden `/run`)."""
+    roots = hidden_roots(policy)
+    wanted: list[Path] = []
+    for arg in argv:
+        if arg.startswith("/") and os.path.exists(arg):
+            wanted.append(Path(os.path.realpath(os.path.dirname(arg))))
+    git = _git_dir(ws)
+    if git is not None:
+        wanted.append(git)
+    found: list[Path] = []
+    for path in wanted:
+        hidden = any(path.is_relative_to(r) for r in roots)
+        bound = any(path.is_relative_to(w) for w in (ws, *policy.writable))
+        if hidden and not bound and path not in found:
+            found.append(path)
+    return found
+
+
+def _git_dir(ws: Path) -> Path | None:
+    """The repository's common `.git` folder for a workspace inside a checkout or worktree."""
+    for folder in (ws, *ws.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return Path(os.path.realpath(dot))
+        if dot.is_file():
+            try:
+                line = dot.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return None
+            if not line.startswith("gitdir:"):
+                return None
+            gitdir = (folder / line.removeprefix("gitdir:").strip()).resolve()
+            common = gitdir / "commondir"
+            if common.is_file():
+                return (gitdir / common.read_text().strip()).resolve()
+            return gitdir
+    return None
+
+
+def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("bwrap is not installed: " + INSTALL_HINT)
+    args = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    args += ["--cap-drop", "ALL"]
+    if not policy.network:
+        args.append("--unshare-net")
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # bwrap covers these itself on Linux; said again because not every kernel honours that
+    # (gVisor lets a capability-less root write /proc/sys through bwrap's own cover).
+    args += ["--ro-bind", "/proc/sys", "/proc/sys"]
+    for part in ("sysrq-trigger", "irq", "bus"):
+        args += ["--ro-bind-try", f"/proc/{part}", f"/proc/{part}"]
+    args += ["--tmpfs", "/tmp"]
+    if not policy.network:
+        args += ["--tmpfs", "/run"]
+    for path in readable:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in (ws, *policy.writable):
+        args += ["--bind", str(path), str(path)]
+    return [*args, "--chdir", str(ws), "--", *argv]
+
+
+def _unshare(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
+    unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
+    if unshare is None or setpriv is None:
+        raise SandboxUnavailable(
+            "neither bwrap nor unshare and setpriv are installed: " + INSTALL_HINT
+        )
+    args = [unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "--mount", "--ipc", "--uts"]
+    args += ["--propagation", "private"]
+    if not policy.network:
+        args.append("--net")
+    if os.geteuid() != 0:
+        args += ["--user", "--map-root-user"]
+    init = [sys.executable, "-I", "-S", str(INIT_SCRIPT), "--chdir", str(ws), "--setpriv", setpriv]
+    if not policy.network:
+        init.append("--hide-run")
+    for path in readable:
+        init += ["--readable", str(path)]
+    for path in (ws, *policy.writable):
+        init += ["--writable", str(path)]
+    return [*args, "--", *init, "--", *argv]
+
+
+# --------------------------------------------------------------------------- before a run
+
+
+def needs_sandbox(role: Role) -> str | None:
+    """What of the role runs in a sandbox ("shell commands", "agent process"), or None."""
+    if role.sandbox == "off":
+        return None
+    if isinstance(role.actor, CommandActor):
+        return "agent process"
+    if role.actor == "anthropic" and "shell" in role.tools:
+        return "shell commands"
+    return None
+
+
+def unsandboxed_roles(graph: Graph) -> list[str]:
+    """The roles that start processes and said `sandbox: off`."""
+    return [
+        name
+        for name, role in graph.roles.items()
+        if role.sandbox == "off" and (isinstance(role.actor, CommandActor) or "shell" in role.tools)
+    ]
+
+
+def sandbox_problem(graph: Graph) -> str | None:
+    """Why some role's sandbox cannot be made on this machine, or None when all can."""
+    needing = {name: what for name, role in graph.roles.items() if (what := needs_sandbox(role))}
+    if not needing:
+        return None
+    problems: list[str] = []
+    if mechanism() is None:
+        listed = ", ".join(f"{name!r} ({what})" for name, what in needing.items())
+        problems.append(
+            f"roles {listed} must run in a sandbox, and none can be made on this machine: "
+            + INSTALL_HINT
+        )
+    for name in needing:
+        setting = graph.roles[name].sandbox
+        policy = policy_for(setting, agent=isinstance(graph.roles[name].actor, CommandActor))
+        missing = missing_writable(policy) if policy else []
+        if missing:
+            problems.append(
+                f"role {name!r}: sandbox writable paths do not exist: "
+                + ", ".join(str(p) for p in missing)
+            )
+    return "; ".join(problems) or None
+
+
+_warned: set[str] = set()
+
+
+def warn_unsandboxed(role_name: str, what: str) -> None:
+    """Say on stderr, once per role and process, that a role runs without a sandbox."""
+    if role_name in _warned:
+        return
+    _warned.add(role_name)
+    sys.stderr.write(
+        f"orchestrator: WARNING: role {role_name!r} runs its {what} WITHOUT a sandbox "
+        "(`sandbox: off`): they can read the orchestrator's processes and write anywhere "
+        "its user may\n"
+    )
+    sys.stderr.flush()
+
+
+def die_with_parent(parent: int) -> None:
+    """In the child, before exec: ask Linux to kill it if the orchestrator dies.
+
+    Kept through the sandbox: the signal kills bwrap (or unshare), whose `--die-with-parent`
+    (`--kill-child`) kills the sandbox's init, and with it every process in its PID namespace."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
