@@ -214,7 +214,7 @@ def test_breakpoints_never_exceed_four() -> None:
 def test_request_settings(server: FakeAnthropic) -> None:
     server.reply_text(READY)
     server.reply_text(READY)
-    play(fast_actor(), make_request(make_role(model="haiku", temperature=0.2)))
+    play(fast_actor(), make_request(model="haiku", temperature=0.2))
     play(fast_actor(), make_request(model="claude-opus-4-8", max_tokens=1234))
     one, two = server.message_requests
     assert one["model"] == "claude-haiku-5-5" and one["temperature"] == 0.2

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import LOOP_GRAPH, Project
+from tests.process_helpers import live_with, marker, wait_until
 from tests.test_worktree import branches, git, make_repo, write_graph
 
 HUMAN_GRAPH = """
@@ -127,22 +128,11 @@ SLOW_AGENT = textwrap.dedent(
     """
     import os, pathlib, sys, time
     sys.stdin.read()
-    pathlib.Path(os.environ["AGENT_DIR"], "agent.pid").write_text(str(os.getpid()))
+    pathlib.Path(os.environ["AGENT_DIR"], "agent.started").write_text("yes")
     time.sleep(120)
     print("---\\n$status: done\\nnote: too late\\n---\\n")
     """
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie waiting for its parent to reap it is dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_cancel_from_another_process_stops_the_running_one_and_its_actor(
@@ -150,14 +140,12 @@ def test_a_cancel_from_another_process_stops_the_running_one_and_its_actor(
 ) -> None:
     project = Project(tmp_path)
     project.agent.write_text(SLOW_AGENT)
-    project.graph(LOOP_GRAPH, "loop")
+    word = marker()  # the agent runs in a sandbox with PIDs of its own: found by its argv
+    project.graph(LOOP_GRAPH.replace("[PYTHON, AGENT]", f"[PYTHON, AGENT, {word}]"), "loop")
     running = project.popen("run", "loop", "x")
-    pid_file = tmp_path / "agent.pid"
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert pid_file.exists(), running.stderr.read() if running.stderr else ""
-    agent = int(pid_file.read_text())
+    started = tmp_path / "agent.started"
+    assert wait_until(started.exists, timeout=60), running.stderr.read() if running.stderr else ""
+    assert live_with(word)
     (row,) = project.threads()
 
     cancelled = project.run("threads", "cancel", row["id"])
@@ -165,10 +153,7 @@ def test_a_cancel_from_another_process_stops_the_running_one_and_its_actor(
     _, stderr = running.communicate(timeout=30)
     assert "cancelled" in stderr and "another process" not in stderr, stderr
     assert running.returncode == 1
-    deadline = time.monotonic() + 10
-    while _alive(agent) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(agent), "the agent process of the cancelled step kept running"
+    assert wait_until(lambda: not live_with(word)), "the cancelled step's agent kept running"
     events = [e["type"] for e in project.events(row["id"])]
     assert events[-1] == "ThreadCancelled" and "StepCommitted" not in events
 
@@ -240,3 +225,37 @@ def test_python_api_resume_and_cancel(tmp_path: Path) -> None:
     assert get_thread(result.thread_id[-8:], store=store).state == "cancelled"
     with pytest.raises(Refused, match="already cancelled"):
         cancel_thread(result.thread_id, store=store)
+
+
+SHELL_GRAPH = """
+name: shelly
+description: A role that runs commands.
+roles:
+  worker:
+    description: Runs things
+    goal: You run things.
+    tools: [shell]
+    actor: { command: [PYTHON, AGENT] }
+    frontmatter:
+      type: object
+      properties: { $status: { const: done }, note: { type: string } }
+      required: [$status, note]
+graph:
+  $START: { _: { role: worker, prompt: "Go {{{$inputs.task}}}" } }
+  worker: { done: { role: $END, prompt: "{{{note}}}" } }
+"""
+
+
+def test_run_says_up_front_when_no_sandbox_can_be_made(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    project.graph(SHELL_GRAPH, "shelly")
+    project.script(worker=["---\n$status: done\nnote: n\n---\n"])
+    env = {**project.env(), "ORCHESTRATOR_SANDBOX_WITH": "none"}
+    out = subprocess.run(
+        project.cmd("run", "shelly", "x"), cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 1
+    assert "sandbox" in out.stderr and "'worker'" in out.stderr
+    assert project.threads() == []  # nothing was started
+    ran = project.run("run", "shelly", "x")  # where a sandbox can be made, it runs
+    assert ran.returncode == 0, ran.stderr

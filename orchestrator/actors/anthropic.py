@@ -162,7 +162,8 @@ class AnthropicActor:
     async def _play(self, request: ActRequest, spent: _Spent) -> ActReply:
         client = self._get_client()
         role = request.role
-        model = resolve_model(request.model or role.model or self.default_model)
+        # The request carries the role's settings already resolved (run/actors.py: model_settings).
+        model = resolve_model(request.model or self.default_model)
         system = system_prompt(role, request.role_name)
         tools = tool_definitions(role)
         message = visit_message(request, self.history_budget)
@@ -181,10 +182,8 @@ class AnthropicActor:
         while True:
             params = request_params(
                 model=model,
-                max_tokens=request.max_tokens or role.max_tokens or DEFAULT_MAX_TOKENS,
-                temperature=request.temperature
-                if request.temperature is not None
-                else role.temperature,
+                max_tokens=request.max_tokens or DEFAULT_MAX_TOKENS,
+                temperature=request.temperature,
                 system=system,
                 tools=tools,
                 conversation=conversation,

@@ -3,8 +3,9 @@
 The command line (a single run, a batch, `threads ...`), the Python API and, later, other
 engines all go through a `Session`, so they cannot drift apart:
 
-- preflight: the graph lints clean, credentials exist for roles Claude plays (unless a
-  recording is replayed), the workspace is a directory, the inputs fit the graph;
+- preflight: the graph lints clean, credentials exist for roles Claude plays and a sandbox can
+  be made for roles that run commands (unless a recording is replayed), the workspace is a
+  directory, the inputs fit the graph;
 - start: a git worktree on branch `orchestrator/THREAD-ID` when some role edits files or runs
   commands and the workspace is in a repository (unless in place or replaying), then the
   ThreadStarted event;
@@ -40,6 +41,7 @@ from ..spec.loader import load_graph
 from ..spec.models import Graph
 from ..store.base import EventStore, ThreadBusy, ThreadNotFound, ThreadRow, default_store_dir
 from ..store.sqlite import SqliteStore
+from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from ..workspace_git import (
     Worktree,
     WorktreeError,
@@ -120,6 +122,12 @@ class Session:
         folder = Path(workspace or Path.cwd()).resolve()
         if not folder.is_dir():
             raise SessionError(f"the workspace {folder} is not a directory")
+        if not replay:  # a replay runs no tool and starts no process
+            problem = sandbox_problem(graph)
+            if problem is not None:
+                raise SessionError(problem, usage=False)
+            for name in unsandboxed_roles(graph):
+                self.notify(f"role '{name}' runs its processes without a sandbox (sandbox: off)")
         return folder
 
     def start(
