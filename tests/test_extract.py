@@ -1,7 +1,7 @@
 """Unit tests of the extract pipeline: the API, the rules FORMAT 4 leaves to us, and the edges.
 
 The messy-reply corpus lives in tests/replies/ (test_extract_corpus.py); properties in
-test_extract_props.py. These tests pin the decisions documented in orchestrator/extract.py.
+test_extract_props.py. These tests pin the decisions documented in orchestrator/extract/.
 """
 
 from __future__ import annotations
