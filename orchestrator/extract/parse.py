@@ -167,17 +167,23 @@ def _is_scalar(event: Any) -> bool:
 
 
 def load_yaml(text: str) -> Any:
-    """The frontmatter text as plain data; raises `ExtractError` naming the line at fault."""
+    """The frontmatter's lines (without the delimiters) as plain data.
+
+    Raises `ExtractError` naming the line at fault.
+    """
     loader: Any = None
     try:
-        loader = Yaml12Loader(text)
+        # The last line ended with a line break, as in the file; YAML needs it back, or a block
+        # scalar at the end loses its final newline (clip chomping keeps one, `|-` strips it).
+        loader = Yaml12Loader(text + "\n")
         return _build(loader)
     except _YamlProblem as exc:
         message = _yaml_message(text, exc.line, exc.message, exc.hint, syntax=False)
         raise ExtractError([message]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line if mark is not None else 0
+        # An error at the end of the stream sits past that line break: name the last line.
+        line = min(mark.line, text.count("\n")) if mark is not None else 0
         problem = str(exc.problem or exc.context or "invalid YAML")
         lines = [m.line for m in (exc.problem_mark, exc.context_mark) if m is not None]
         hint = _classic_hint(text, lines)
