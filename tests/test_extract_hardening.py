@@ -8,14 +8,21 @@ too large for Python give a clear error instead of a traceback.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import frontmatter
 import pytest
 import yaml
 
-from orchestrator import extract_output
+from orchestrator import ExtractError, extract_output
 from orchestrator.spec.models import Role
+from orchestrator.testing import simulate
 
 SINGLE = {"type": "object", "properties": {"summary": {"type": "string"}}}
 
@@ -56,6 +63,150 @@ def test_a_block_scalar_at_the_end_of_a_fenced_yaml_block() -> None:
 
 
 def test_an_error_at_the_end_of_the_frontmatter_still_names_its_last_line() -> None:
-    with pytest.raises(Exception) as info:
+    with pytest.raises(ExtractError) as info:
         extract_output("---\nsummary: [one, two\n---\n", make_role(SINGLE))
     assert "line 1 (`summary: [one, two`)" in str(info.value)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def write_graph(folder: Path, schema: dict[str, Any]) -> Path:
+    """A graph whose one role `r` has `schema` as its contract (a single exit unless the
+    schema declares `$status`)."""
+    path = folder / "g.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            name: g
+            description: A role with a hostile contract.
+            roles:
+              r:
+                description: d
+                goal: g
+                max_repairs: 0
+                frontmatter: {json.dumps(schema)}
+            graph:
+              $START:
+                _: {{ role: r, prompt: "go" }}
+              r:
+                _: {{ role: $END, prompt: "done" }}
+            """
+        )
+    )
+    return path
+
+
+def extract_cli(graph: Path, reply: str) -> subprocess.CompletedProcess[str]:
+    """`orchestrator extract` on `reply`, in a process the test can stop if it hangs."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "extract", "--graph", str(graph), "--role", "r"],
+        input=reply,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+# --------------------------------------------------------------------------- schema patterns
+
+CATASTROPHIC = "^(a+)+$"  # Python's backtracking `re` takes hours on the value below
+HOSTILE = "a" * 45 + "b"
+
+
+@pytest.mark.parametrize(
+    ("schema", "reply", "error"),
+    [
+        (
+            {"properties": {"x": {"type": "string", "pattern": CATASTROPHIC}}},
+            f"x: {HOSTILE}",
+            "error: field 'x' must match the pattern '^(a+)+$'",
+        ),
+        (
+            {"patternProperties": {CATASTROPHIC: {"type": "integer"}}},
+            f"{HOSTILE}: text\naaaa: text",
+            "error: field 'aaaa' must be of type integer, got string",
+        ),
+        (
+            {
+                "properties": {"x": {}},
+                "patternProperties": {CATASTROPHIC: {}},
+                "additionalProperties": False,
+            },
+            f"{HOSTILE}: 1",
+            f"error: field '{HOSTILE}' is not allowed (additionalProperties is false",
+        ),
+        (
+            {"allOf": [{"patternProperties": {CATASTROPHIC: {}}}], "unevaluatedProperties": False},
+            f"{HOSTILE}: 1\naaaa: 1",
+            "error: the frontmatter: Unevaluated properties are not allowed ('aaaa",
+        ),
+        (
+            {"propertyNames": {"pattern": CATASTROPHIC}},
+            f"{HOSTILE}: 1",
+            "error: the frontmatter must match the pattern '^(a+)+$'",
+        ),
+    ],
+    ids=["pattern", "patternProperties", "additionalProperties", "unevaluated", "propertyNames"],
+)
+def test_a_catastrophic_pattern_does_not_freeze_extract(
+    tmp_path: Path, schema: dict[str, Any], reply: str, error: str
+) -> None:
+    graph = write_graph(tmp_path, {"type": "object", **schema})
+    proc = extract_cli(graph, f"---\n{reply}\n---\n")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(error), proc.stderr
+
+
+def test_a_pattern_matching_the_hostile_value_in_full_is_accepted(tmp_path: Path) -> None:
+    graph = write_graph(tmp_path, {"properties": {"x": {"pattern": "^(a+)+b$"}}})
+    proc = extract_cli(graph, f"---\nx: {HOSTILE}\n---\n")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["frontmatter"] == {"x": HOSTILE}
+
+
+@pytest.mark.parametrize(
+    ("schema", "reply", "error"),
+    [
+        (
+            {"properties": {"x": {"pattern": "^(?!draft)"}}},
+            "x: final",
+            "field 'x' cannot be checked: the schema's pattern '^(?!draft)' cannot be used: "
+            "invalid perl operator: (?! (RE2 syntax: no lookarounds or backreferences)",
+        ),
+        (
+            {"properties": {"x": {"patternProperties": {"(a)\\1": {}}}}},
+            "x: {aa: 1}",
+            "field 'x' cannot be checked: the schema's pattern '(a)\\\\1' cannot be used",
+        ),
+    ],
+)
+def test_a_pattern_the_engine_cannot_use_is_a_clear_error(
+    schema: dict[str, Any], reply: str, error: str
+) -> None:
+    with pytest.raises(ExtractError) as info:
+        extract_output(f"---\n{reply}\n---\n", make_role(schema))
+    assert info.value.errors[0].startswith(error), info.value.errors
+
+
+def test_a_pattern_the_engine_cannot_use_suspends_a_simulated_thread(tmp_path: Path) -> None:
+    graph = write_graph(tmp_path, {"properties": {"x": {"pattern": "^(?=a)"}}})
+    trace = simulate(graph, outputs=["---\nx: abc\n---\n"])
+    assert trace.state == "suspended"
+    ((_, errors),) = trace.steps[0].attempts
+    assert errors == (
+        "field 'x' cannot be checked: the schema's pattern '^(?=a)' cannot be used: invalid perl "
+        "operator: (?= (RE2 syntax: no lookarounds or backreferences)",
+    )
+
+
+def test_patterns_follow_json_schema_not_python() -> None:
+    # ECMA-262, which JSON Schema specifies: `$` is the end of the text and `\d` is ASCII.
+    role = make_role({"properties": {"n": {"type": "string", "pattern": "^\\d+$"}}})
+    assert extract_output('---\nn: "12"\n---\n', role).frontmatter == {"n": "12"}
+    for value in ('"12\\n"', '"١٢"'):
+        with pytest.raises(ExtractError, match="must match the pattern"):
+            extract_output(f"---\nn: {value}\n---\n", role)

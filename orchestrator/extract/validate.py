@@ -8,7 +8,6 @@ the given schemas". Keys starting with `$` other than `$status` are reserved (FO
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ from referencing.exceptions import Unresolvable
 
 from ..problems import did_you_mean
 from ..spec.contract import STATUS_KEY, StatusContract
+from ..spec.patterns import PatternUnusable, search
 from .output import ExtractError
 from .wording import clip, expected_types, field, json_type, names, plural, show, suggest
 
@@ -44,8 +44,8 @@ def _extras(err: ValidationError) -> list[str]:
 
 def _search(pattern: str, text: str) -> bool:
     try:
-        return re.search(pattern, text) is not None
-    except re.error:  # a JSON Schema regex Python cannot compile; jsonschema reports the rest
+        return search(pattern, text)
+    except PatternUnusable:  # the patternProperties keyword reports it
         return False
 
 
@@ -60,7 +60,10 @@ def _describe(err: ValidationError, owner: str) -> Iterator[tuple[_SortKey, str]
     def at(sub: str, text: str) -> tuple[_SortKey, str]:
         return _sort_key([*path, sub] if sub else path), text
 
-    if kind == "required" and isinstance(instance, dict) and isinstance(expected, list):
+    if isinstance(err.cause, PatternUnusable):
+        # The schema's fault, not the reply's: say what could not be checked, and why.
+        yield at("", f"{subject} cannot be checked: {err.cause}")
+    elif kind == "required" and isinstance(instance, dict) and isinstance(expected, list):
         needs = f"{name} requires" if name else f"{owner} requires"
         for missing in (r for r in expected if r not in instance):
             where = field([*path, missing])
@@ -171,7 +174,7 @@ def validate(chosen: StatusContract, data: dict[str, Any], single_exit: bool) ->
     """Every error of `data` against the chosen status, sorted by field, each a sentence."""
     try:
         errors = list(chosen.validator.iter_errors(data))
-    except (Unresolvable, RecursionError, re.error) as exc:
+    except (Unresolvable, RecursionError) as exc:
         # A schema that check_schema accepts can still fail to evaluate (a `$ref` to nowhere,
         # a `$ref` loop). That is the graph's fault, not the reply's; say so, don't crash.
         detail = clip(" ".join(str(exc).split()), 200)
