@@ -2,17 +2,19 @@
 extract` command and `orchestrator.testing.simulate`.
 
 Each section is one item of the hardening issue: YAML block scalars keep YAML's semantics,
-schema patterns cannot freeze the process, schema `$ref`s never leave the schema, and numbers
-too large for Python give a clear error instead of a traceback.
+schema patterns cannot freeze the process, and schema `$ref`s never leave the schema.
 """
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +212,73 @@ def test_patterns_follow_json_schema_not_python() -> None:
     for value in ('"12\\n"', '"١٢"'):
         with pytest.raises(ExtractError, match="must match the pattern"):
             extract_output(f"---\nn: {value}\n---\n", role)
+
+
+# --------------------------------------------------------------------------- `$ref` stays inside
+
+
+@pytest.fixture()
+def schema_server() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP server that would serve a schema, and the paths it was asked for."""
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            body = b'{"type": "integer"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_ref_to_a_url_is_not_fetched(schema_server: tuple[str, list[str]]) -> None:
+    url, asked = schema_server
+    role = make_role({"properties": {"n": {"$ref": f"{url}/n.json"}}})
+    with pytest.raises(ExtractError) as info:
+        extract_output("---\nn: text\n---\n", role)
+    assert info.value.errors == [
+        f"the role's frontmatter schema cannot be used: its `$ref` to '{url}/n.json' points "
+        "outside the schema; only references inside it (such as `#/$defs/name`) are resolved, "
+        "nothing is fetched or read"
+    ]
+    assert asked == []
+
+
+def test_a_ref_to_a_file_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "n.json").write_text('{"type": "integer"}')
+    ref = (tmp_path / "n.json").as_uri()
+    for schema in (
+        {"properties": {"n": {"$ref": ref}}},
+        {"$id": tmp_path.as_uri() + "/", "properties": {"n": {"$ref": "n.json"}}},
+    ):
+        with pytest.raises(ExtractError) as info:
+            extract_output("---\nn: text\n---\n", make_role(schema))
+        (error,) = info.value.errors
+        assert f"its `$ref` to '{ref}' points outside the schema" in error
+
+
+def test_refs_inside_the_schema_still_resolve() -> None:
+    role = make_role(
+        {
+            "$id": "https://example.invalid/contract",
+            "$defs": {"count": {"type": "integer", "minimum": 0}},
+            "properties": {"n": {"$ref": "#/$defs/count"}, "m": {"$ref": "contract#/$defs/count"}},
+        }
+    )
+    assert extract_output("---\nn: 1\nm: 2\n---\n", role).frontmatter == {"n": 1, "m": 2}
+    with pytest.raises(ExtractError, match="field 'n' must be >= 0"):
+        extract_output("---\nn: -1\n---\n", role)

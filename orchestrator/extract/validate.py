@@ -17,6 +17,7 @@ from referencing.exceptions import Unresolvable
 from ..problems import did_you_mean
 from ..spec.contract import STATUS_KEY, StatusContract
 from ..spec.patterns import PatternUnusable, search
+from ..spec.validator import refused_ref
 from .output import ExtractError
 from .wording import clip, expected_types, field, json_type, names, plural, show, suggest
 
@@ -175,9 +176,10 @@ def validate(chosen: StatusContract, data: dict[str, Any], single_exit: bool) ->
     try:
         errors = list(chosen.validator.iter_errors(data))
     except (Unresolvable, RecursionError) as exc:
-        # A schema that check_schema accepts can still fail to evaluate (a `$ref` to nowhere,
-        # a `$ref` loop). That is the graph's fault, not the reply's; say so, don't crash.
-        detail = clip(" ".join(str(exc).split()), 200)
+        # A schema that check_schema accepts can still fail to evaluate (a `$ref` to nowhere or
+        # outside the schema, a `$ref` loop). That is the graph's fault, not the reply's; say
+        # so, don't crash.
+        detail = clip(" ".join(str(refused_ref(exc) or exc).split()), 200)
         raise ExtractError([f"the role's frontmatter schema cannot be used: {detail}"]) from None
     if not errors and not any(k.startswith("$") and k != STATUS_KEY for k in data):
         return []  # the common case, kept cheap

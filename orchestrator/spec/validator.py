@@ -4,7 +4,10 @@ A role's `frontmatter` schema is written by a graph author and run against text 
 inside a long-running thread. jsonschema as it comes trusts the schema more than that allows, so
 `compile_validator` builds every contract validator with these limits:
 
-- patterns are matched in linear time (`patterns.BOUNDED_KEYWORDS`, RE2).
+- patterns are matched in linear time (`patterns.BOUNDED_KEYWORDS`, RE2);
+- a `$ref` resolves only inside the schema itself (and the JSON Schema metaschemas, which
+  jsonschema ships): one to a URL or a file raises `RefRefused` when evaluated, instead of a
+  network call or a file read at run time.
 """
 
 from __future__ import annotations
@@ -13,8 +16,30 @@ from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator, validators
+from referencing import Registry
 
 from .patterns import BOUNDED_KEYWORDS
+
+
+class RefRefused(Exception):
+    """A `$ref` that points outside the schema; raised when it is evaluated."""
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        super().__init__(
+            f"its `$ref` to {uri!r} points outside the schema; only references inside it "
+            "(such as `#/$defs/name`) are resolved, nothing is fetched or read"
+        )
+
+
+def _refuse(uri: str) -> Any:
+    raise RefRefused(uri)
+
+
+# Holds nothing and retrieves nothing: jsonschema combines it with the metaschemas it ships, so
+# the schema's own resources and those are all a `$ref` can reach.
+# (`retrieve` is an attrs alias of `Registry._retrieve`, which mypy does not see.)
+_NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
 
 _KEYWORDS = dict(BOUNDED_KEYWORDS)
 
@@ -26,7 +51,19 @@ def _bounded(base: Any) -> Any:
     return validators.extend(base, replaced)
 
 
+def refused_ref(exc: BaseException) -> RefRefused | None:
+    """The `RefRefused` behind a resolution error (jsonschema and referencing wrap it twice)."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, RefRefused):
+        cause = cause.__cause__
+    return cause
+
+
 def compile_validator(schema: Any) -> Any:
-    """A validator for `schema` (its `$schema` draft, 2020-12 by default) with the limits above."""
+    """A validator for `schema` (its `$schema` draft, 2020-12 by default) with the limits above.
+
+    Evaluating a `$ref` that leaves the schema raises `referencing.exceptions.Unresolvable`
+    caused by `RefRefused`.
+    """
     base = validators.validator_for(schema, default=Draft202012Validator)
-    return _bounded(base)(schema)
+    return _bounded(base)(schema, registry=_NO_RETRIEVAL)
