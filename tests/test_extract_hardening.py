@@ -2,7 +2,8 @@
 extract` command and `orchestrator.testing.simulate`.
 
 Each section is one item of the hardening issue: YAML block scalars keep YAML's semantics,
-schema patterns cannot freeze the process, and schema `$ref`s never leave the schema.
+schema patterns cannot freeze the process, schema `$ref`s never leave the schema, and numbers
+too large for Python or for a float give a clear error or the exact answer, never a traceback.
 """
 
 from __future__ import annotations
@@ -282,3 +283,78 @@ def test_refs_inside_the_schema_still_resolve() -> None:
     assert extract_output("---\nn: 1\nm: 2\n---\n", role).frontmatter == {"n": 1, "m": 2}
     with pytest.raises(ExtractError, match="field 'n' must be >= 0"):
         extract_output("---\nn: -1\n---\n", role)
+
+
+# --------------------------------------------------------------------------- huge numbers
+
+HUGE = 10**5000  # more digits than Python prints (sys.get_int_max_str_digits(), 4300)
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "reply"),
+    [
+        ("maxLength", HUGE, "x: text"),
+        ("minLength", HUGE, "x: text"),
+        ("minimum", HUGE, "x: 5"),
+        ("maximum", -HUGE, "x: 5"),
+        ("exclusiveMinimum", HUGE, "x: 5"),
+        ("multipleOf", HUGE, "x: 1.5"),
+        ("multipleOf", -HUGE, "x: 1.5"),
+        ("minItems", HUGE, "x: [1]"),
+        ("const", HUGE, "x: 5"),
+        ("enum", [HUGE], "x: 5"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "huge",  # pytest cannot print HUGE itself
+)
+def test_a_number_too_long_for_python_in_a_contract_is_a_clear_error(
+    keyword: str, value: Any, reply: str
+) -> None:
+    role = make_role({"properties": {"x": {keyword: value}}})
+    with pytest.raises(ExtractError) as info:
+        extract_output(f"---\n{reply}\n---\n", role)
+    assert info.value.errors == [
+        "the role's frontmatter schema cannot be used: invalid JSON Schema: "
+        f"`properties/x/{keyword}{'/0' if keyword == 'enum' else ''}` is a number of 5001 "
+        "digits; at most 4300 can be used"
+    ]
+
+
+def test_a_non_finite_multiple_of_is_a_clear_error(tmp_path: Path) -> None:
+    graph = write_graph(tmp_path, {"properties": {"x": {"multipleOf": 0.5}}})
+    graph.write_text(graph.read_text().replace("0.5", ".nan"))  # YAML's NaN
+    proc = extract_cli(graph, "---\nx: 1\n---\n")
+    assert (proc.returncode, proc.stderr) == (
+        1,
+        "error: the role's frontmatter schema cannot be used: invalid JSON Schema: "
+        "`properties/x/multipleOf` must be a finite number, not nan\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("1" + "0" * 400, None),  # past the float range: exact arithmetic
+        ("1" + "0" * 400 + "1", None),
+        ("3" + "0" * 400 + "1", None),
+        (".inf", "error: field 'x' must be a multiple of 0.5, got Infinity"),
+        (".nan", "error: field 'x' must be a multiple of 0.5, got NaN"),
+        ("1e400", "error: field 'x' must be a multiple of 0.5, got Infinity"),
+        ("0.75", "error: field 'x' must be a multiple of 0.5, got 0.75"),
+    ],
+)
+def test_multiple_of_a_float_never_overflows(tmp_path: Path, value: str, error: str | None) -> None:
+    graph = write_graph(tmp_path, {"properties": {"x": {"multipleOf": 0.5}}})
+    proc = extract_cli(graph, f"---\nx: {value}\n---\n")
+    if error is None:
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert (proc.returncode, proc.stderr) == (1, error + "\n")
+
+
+def test_multiple_of_is_exact_for_integers_past_the_float_range() -> None:
+    role = make_role({"properties": {"x": {"multipleOf": 0.25}}})
+    big = 10**400
+    assert extract_output(f"---\nx: {big + 1}\n---\n", role).frontmatter == {"x": big + 1}
+    role = make_role({"properties": {"x": {"multipleOf": 3}}})
+    with pytest.raises(ExtractError, match="must be a multiple of 3"):
+        extract_output(f"---\nx: {big}\n---\n", role)

@@ -58,8 +58,8 @@ def show(value: Any, *, quote: bool = True) -> str:
         return clip(value)
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
-    except ValueError:  # a circular structure cannot come from the builder; be safe anyway
-        text = repr(value)
+    except ValueError:  # a circular structure, an int too long to print: neither comes from
+        text = f"<{json_type(value)}>"  # the parser or a checked schema; be safe anyway
     return clip(text)
 
 

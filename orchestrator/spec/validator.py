@@ -7,15 +7,24 @@ inside a long-running thread. jsonschema as it comes trusts the schema more than
 - patterns are matched in linear time (`patterns.BOUNDED_KEYWORDS`, RE2);
 - a `$ref` resolves only inside the schema itself (and the JSON Schema metaschemas, which
   jsonschema ships): one to a URL or a file raises `RefRefused` when evaluated, instead of a
-  network call or a file read at run time.
+  network call or a file read at run time;
+- `multipleOf` falls back to exact arithmetic where a float would overflow (a 400-digit value
+  against `multipleOf: 0.5`), and nothing is a multiple of a non-finite number or is one.
+
+Numbers too long for Python to print are refused before this, with the schema
+(`metaschema.check_schema`, which `derive_contract` runs).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
+from fractions import Fraction
 from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import ValidationError
 from referencing import Registry
 
 from .patterns import BOUNDED_KEYWORDS
@@ -41,7 +50,26 @@ def _refuse(uri: str) -> Any:
 # (`retrieve` is an attrs alias of `Registry._retrieve`, which mypy does not see.)
 _NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
 
-_KEYWORDS = dict(BOUNDED_KEYWORDS)
+
+def multiple_of(validator: Any, db: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """jsonschema's `multipleOf`, without its OverflowError and ValueError on such numbers."""
+    if not validator.is_type(instance, "number"):
+        return
+    if not all(math.isfinite(n) for n in (instance, db) if isinstance(n, float)):
+        failed = True
+    elif isinstance(db, float) or isinstance(instance, float):
+        try:
+            quotient = instance / db
+            failed = int(quotient) != quotient
+        except OverflowError:  # past the float range; exact arithmetic cannot overflow
+            failed = (Fraction(instance) / Fraction(db)).denominator != 1
+    else:
+        failed = instance % db != 0
+    if failed:
+        yield ValidationError(f"{instance!r} is not a multiple of {db}")
+
+
+_KEYWORDS = {**BOUNDED_KEYWORDS, "multipleOf": multiple_of}
 
 
 @cache
