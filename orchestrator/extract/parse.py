@@ -45,12 +45,13 @@ def _resolve_plain(value: str) -> Any:
     try:
         if _INT10.match(value):
             return int(value, 10)
-        if _INT8.match(value):
-            return int(value[2:], 8)
-        if _INT16.match(value):
-            return int(value[2:], 16)
-    except ValueError:  # more digits than Python converts (int_max_str_digits): keep the text
-        return value
+        if _INT8.match(value) or _INT16.match(value):
+            number = int(value[2:], 8 if value[1] == "o" else 16)
+            if number.bit_length() > 2000:  # past 600 digits, it may be too long to print
+                str(number)  # raises ValueError if so: a message or JSON showing it would too
+            return number
+    except ValueError:  # more digits than Python converts or prints (int_max_str_digits)
+        return value  # keep the text
     if _FLOAT.match(value):
         return float(value)
     if _INF.match(value):
