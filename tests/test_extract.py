@@ -2,12 +2,13 @@
 and the edges.
 
 The messy-reply corpus lives in tests/replies/ (test_extract_corpus.py); properties in
-test_extract_props.py. These tests pin the decisions documented in orchestrator/extract.py.
+test_extract_props.py. These tests pin the decisions documented in orchestrator/extract/.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 from pathlib import Path
 from typing import Any
@@ -213,10 +214,13 @@ def test_keys_keep_their_text() -> None:
     assert data == {"1": "a", "true": "b", "yes": "c", "null": "d"}
 
 
-def test_a_number_too_long_for_python_stays_text() -> None:
-    digits = "9" * 5000
+@pytest.mark.parametrize("digits", ["9" * 5000, "0x" + "f" * 4000, "0o" + "7" * 5000])
+def test_a_number_too_long_for_python_stays_text(digits: str) -> None:
+    # Python converts hex and octal without its decimal limit, but could not print the result.
     data, _ = parse_reply(f"---\nn: {digits}\n---\n")
     assert data == {"n": digits}
+    out = extract_output(f"---\nn: {digits}\n---\n", make_role({"type": "object"}))
+    assert json.loads(json.dumps(out.frontmatter)) == {"n": digits}
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import re2
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import ValidationError
 
 from orchestrator.extract import ExtractError, Output, extract_output
 from orchestrator.spec.loader import load_graph
@@ -32,10 +34,20 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 # --------------------------------------------------------------------------- the oracle
 
 
+def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    # JSON Schema patterns are ECMA-262 regexes: `$` is the end of the text, as in RE2, where
+    # Python's `$` also matches before a final newline.
+    if validator.is_type(instance, "string") and not re2.search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Oracle = validators.extend(Draft202012Validator, {"pattern": _ecma_pattern})
+
+
 def _whole_schema_valid(role: Role, data: dict[str, Any]) -> bool:
     # The role's schema as written. Its oneOf variants have distinct `$status` consts, so the
     # whole schema accepts a mapping exactly when the variant its `$status` names does.
-    return Draft202012Validator(role.frontmatter).is_valid(data)
+    return bool(_Oracle(role.frontmatter).is_valid(data))
 
 
 def _declares_status_field(role: Role) -> bool:

@@ -40,10 +40,10 @@ class StatusContract:
 
     @cached_property
     def validator(self) -> Any:
-        from jsonschema import Draft202012Validator, validators  # compiled on first use only
+        # Imported on first use only: jsonschema and RE2 cost start-up time most commands skip.
+        from .validator import compile_validator
 
-        cls = validators.validator_for(self.schema, default=Draft202012Validator)
-        return cls(self.schema)
+        return compile_validator(self.schema)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ for a schema the metaschema rejects.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +32,8 @@ MAX_DEPTH = 64  # deeper schemas take the full check
 
 
 def check_schema(schema: Any) -> None:
-    """Raise `SchemaProblem` when `schema` is not a valid JSON Schema."""
+    """Raise `SchemaProblem` when `schema` is not a valid JSON Schema, or not a usable one."""
+    _check_numbers(schema, ())
     if isinstance(schema, dict) and "$schema" not in schema and _surely_valid(schema, 0):
         return
     # Imported here: jsonschema costs ~70 ms at start-up, and plain schemas never need it.
@@ -41,6 +44,40 @@ def check_schema(schema: Any) -> None:
         validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as exc:
         raise SchemaProblem(exc.message, tuple(exc.path)) from None
+
+
+def _printable(n: int) -> bool:
+    """Whether Python prints `n`: it refuses more than `sys.get_int_max_str_digits()` digits."""
+    if n.bit_length() <= 2000:  # about 600 digits, under the lowest limit Python allows (640)
+        return True
+    try:
+        str(n)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_numbers(node: Any, path: tuple[Any, ...]) -> None:
+    """Refuse numbers Python cannot print (every error message showing one would crash, the
+    metaschema check's included) and a `multipleOf` no number can be a multiple of."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _check_numbers(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_numbers(value, (*path, i))
+    elif isinstance(node, int) and not isinstance(node, bool) and not _printable(node):
+        digits = math.floor(math.log10(abs(node))) + 1
+        limit = sys.get_int_max_str_digits()
+        raise SchemaProblem(
+            f"{_where(path)} is a number of {digits} digits; at most {limit} can be used", path
+        )
+    elif isinstance(node, float) and path[-1:] == ("multipleOf",) and not math.isfinite(node):
+        raise SchemaProblem(f"{_where(path)} must be a finite number, not {node}", path)
+
+
+def _where(path: tuple[Any, ...]) -> str:
+    return "`" + "/".join(str(p) for p in path) + "`" if path else "the schema"
 
 
 def _surely_valid(node: Any, depth: int) -> bool:
