@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from ..spec.models import Graph
+from ..spec.validator import compile_validator
 
 
 class InputError(ValueError):
@@ -16,7 +15,8 @@ class InputError(ValueError):
 def check_inputs(graph: Graph, inputs: dict[str, Any]) -> None:
     """Validate the thread's inputs against the graph's input schema. Raises InputError."""
     schema = graph.input_schema
-    errors = sorted(Draft202012Validator(schema).iter_errors(inputs), key=lambda e: list(e.path))
+    # The contracts' validator: bounded patterns, no $ref fetched from outside the schema.
+    errors = sorted(compile_validator(schema).iter_errors(inputs), key=lambda e: list(e.path))
     if errors:
         lines = []
         for err in errors:
