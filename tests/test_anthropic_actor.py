@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -380,3 +381,14 @@ def test_bad_models_file_is_a_config_error(
         play(fast_actor(), make_request())
     assert info.value.kind == "config" and "models.yaml" in info.value.message
     assert server.requests == []
+
+
+def test_a_stream_that_keeps_pinging_hits_the_call_deadline(server: FakeAnthropic) -> None:
+    """Pings keep every read within the SDK's timeout; the call's own deadline ends it."""
+    server.reply(FakeResponse.text("never finished", fault="pings"))
+    started = time.monotonic()
+    with pytest.raises(ActorError) as err:
+        play(fast_actor(max_retries=0, timeout=1.0, deadline=1.5), make_request())
+    assert err.value.kind == "timeout"
+    assert "did not finish within 1.5 s" in err.value.message
+    assert time.monotonic() - started < 30

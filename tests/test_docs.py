@@ -18,7 +18,6 @@ FORMAT_DOC = REPO / "docs" / "format.md"
 # must cite docs/format.md once that lands. Remove a file from this list when it is fixed.
 OLD_CITATIONS_PENDING = {
     "orchestrator/actors/command.py",
-    "orchestrator/extract.py",
     "orchestrator/linter.py",
     "orchestrator/spec/contract.py",
     "orchestrator/spec/loader.py",

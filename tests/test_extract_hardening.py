@@ -199,7 +199,8 @@ def test_a_pattern_the_engine_cannot_use_suspends_a_simulated_thread(tmp_path: P
     graph = write_graph(tmp_path, {"properties": {"x": {"pattern": "^(?=a)"}}})
     trace = simulate(graph, outputs=["---\nx: abc\n---\n"])
     assert trace.state == "suspended"
-    ((_, errors),) = trace.steps[0].attempts
+    (attempt,) = trace.steps[0].attempts
+    errors = attempt.errors
     assert errors == (
         "field 'x' cannot be checked: the schema's pattern '^(?=a)' cannot be used: invalid perl "
         "operator: (?= (RE2 syntax: no lookarounds or backreferences)",

@@ -8,7 +8,7 @@ instead of freezing the suite), not performance figures: they are orders of magn
 what the pipeline needs.
 
 The reply parser never expands an alias: it refuses the first anchor, before reading further
-(FORMAT 4 leaves a reply no use for anchors). So a billion-laughs frontmatter costs what its
+(docs/format.md section 4 leaves a reply no use for anchors). So a billion-laughs frontmatter costs what its
 first line costs, which `test_an_alias_bomb_is_refused_in_bounded_memory` checks in a process
 whose address space is capped.
 """

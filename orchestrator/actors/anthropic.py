@@ -116,6 +116,7 @@ class AnthropicActor:
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         shell_timeout: float = 120.0,
         history_budget: int = HISTORY_BUDGET,
+        deadline: float | None = None,
     ):
         self._api_key = api_key
         self._base_url = base_url
@@ -126,6 +127,8 @@ class AnthropicActor:
         self.max_tool_rounds = max_tool_rounds
         self.shell_timeout = shell_timeout
         self.history_budget = history_budget
+        # A whole call's limit, the SDK's retries and their back-off (at most 8 s each) included.
+        self.deadline = deadline or (timeout + 8.0) * (max_retries + 1)
         self._client: AsyncAnthropic | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._secret: tuple[str, ...] = ()
@@ -232,6 +235,19 @@ class AnthropicActor:
         )
 
     async def _call(self, client: AsyncAnthropic, params: dict[str, Any]) -> Any:
+        # The SDK's timeout bounds each read, and a stream that keeps sending pings never
+        # trips it: the whole call (the SDK's retries included) gets a deadline of its own.
+        try:
+            async with asyncio.timeout(self.deadline):
+                return await self._request(client, params)
+        except TimeoutError:
+            raise ActorError(
+                f"Anthropic API call did not finish within {self.deadline:g} s "
+                "(the response kept the connection open without finishing)",
+                kind="timeout",
+            ) from None
+
+    async def _request(self, client: AsyncAnthropic, params: dict[str, Any]) -> Any:
         if not self.stream:
             return await client.messages.create(**params)
         async with client.messages.stream(**params) as stream:

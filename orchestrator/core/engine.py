@@ -41,6 +41,8 @@ decide: on a thread that is not running                                      D1 
         else graph[last role][last status]
           no such edge                                                       D4 Record(Suspended: graph)
           its prompt (or location) does not render                           D5 Record(Suspended: template)
+          its location is not a folder inside the workspace (absolute, `..`,
+          a NUL, too long)                                                   D5 Record(Suspended: graph)
           it leads to $END                                                   D6 Record(Completed: prompt)
           max_steps, max_visits or max_cost_usd reached                      D7 Record(Suspended: limit)
           else                                                               D8 Record(StepStarted)
@@ -49,7 +51,7 @@ decide: on a thread that is not running                                      D1 
 judge: outcomes of a step (Replied, ActorFailed, NeedsPerson) for a step not in flight
        (the thread was cancelled meanwhile)                                  J1 nothing
     Replied (an actor's reply text), extracted against the role's contract:
-          invalid, repairs left                                              J2 AttemptRejected
+          invalid (or over MAX_REPLY_CHARS, kept cut), repairs left          J2 AttemptRejected
           invalid, repairs used up (more than max_repairs rejected)          J3 AttemptRejected, Suspended: repairs
           $status: $SUSPEND                                                  J4 Suspended: role
           valid                                                              J5 StepCommitted
@@ -72,8 +74,8 @@ judge: outcomes of a step (Replied, ActorFailed, NeedsPerson) for a step not in 
 
 from __future__ import annotations
 
-from ..extract import ExtractError, extract_output
-from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph
+from ..extract import ExtractError, Output, extract_output
+from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph, Role
 from ..templates import TemplateEmptyError, TemplateSyntaxError, TemplateVarError, render_prompt
 from .commands import Command, Idle, Limits, Record, RunStep, limits_for
 from .context import template_context
@@ -242,6 +244,9 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
     except TemplateSyntaxError as exc:
         return _suspend(f"{label}: template syntax error: {exc}", SuspendKind.TEMPLATE)
 
+    if location is not None and (problem := _location_problem(location)):
+        shown = location if len(location) <= 60 else location[:60] + "…"
+        return _suspend(f"{label}: location {shown!r} {problem}", SuspendKind.GRAPH)
     if edge.role == END:
         return Record(ThreadCompleted(prompt))
     guard = _check_limits(state, edge, limits)
@@ -252,6 +257,28 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
             f"{prompt}\n\nMessage from the person who resumed this thread:\n{state.resume_message}"
         )
     return Record(StepStarted(len(state.steps) + 1, edge.role, prompt, source, status, location))
+
+
+MAX_LOCATION = 1024  # characters of a rendered `location:`; a folder name at most 255
+
+
+def _location_problem(location: str) -> str | None:
+    """Why a rendered location cannot be a folder inside the workspace, or None."""
+    if "\0" in location:
+        return "holds a NUL character"
+    if len(location) > MAX_LOCATION:
+        return f"is {len(location):,} characters long (at most {MAX_LOCATION:,})"
+    parts = location.replace("\\", "/").split("/")
+    if any(len(part) > 255 for part in parts):
+        return "has a folder name over 255 characters"
+    if location.startswith(("/", "~")) or (len(location) > 1 and location[1] == ":"):
+        return "is absolute; a location is a folder inside the workspace"
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else 0 if part in ("", ".") else 1
+        if depth < 0:
+            return "leads outside the workspace"
+    return None
 
 
 def _next_edge_key(state: ThreadState) -> tuple[str, str]:
@@ -356,13 +383,31 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
     raise TypeError(f"not an outcome: {outcome!r}")
 
 
+MAX_REPLY_CHARS = 1_000_000  # a reply over this is rejected unread, and kept cut
+KEPT_OF_A_HUGE_REPLY = 20_000
+
+
+def _extract(text: str, role: Role) -> Output:
+    if len(text) > MAX_REPLY_CHARS:
+        raise ExtractError(
+            [
+                f"the reply has {len(text):,} characters; at most {MAX_REPLY_CHARS:,} are "
+                "accepted: write long content to files in the workspace and reply with a summary"
+            ]
+        )
+    return extract_output(text, role)
+
+
 def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
     role = graph.roles[f.role]  # decide() suspended a step whose role is gone (D2)
     try:
-        output = extract_output(outcome.text, role)
+        output = _extract(outcome.text, role)
     except ExtractError as exc:
+        kept = outcome.text
+        if len(kept) > MAX_REPLY_CHARS:  # the log keeps what a person needs to see why
+            kept = f"{kept[:KEPT_OF_A_HUGE_REPLY]}\n… [cut: the reply had {len(kept):,} characters]"
         events: list[Event] = [
-            AttemptRejected(f.step, outcome.text, list(exc.errors), outcome.usage, outcome.cost_usd)
+            AttemptRejected(f.step, kept, list(exc.errors), outcome.usage, outcome.cost_usd)
         ]  # J2
         rejected = len(f.attempts) + 1
         if rejected > role.max_repairs:
@@ -414,7 +459,7 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
     if role is None:
         raise Refused(f"the graph no longer has role '{f.role}', which step {f.step} waits for")
     try:
-        extract_output(outcome.text, role)
+        _extract(outcome.text, role)
     except ExtractError as exc:
         raise Refused(
             f"the answer was not accepted for role '{f.role}'", tuple(exc.errors)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from ..ledger import TOKEN_KEYS
 from ..spec.models import END, SINGLE_EXIT, START
 from .engine import fold
 from .events import (
@@ -33,12 +34,6 @@ from .events import (
 from .state import ThreadState
 
 EdgeKey = tuple[str, str, str]  # (source, status, target)
-TOKEN_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-)
 
 
 class AttemptView(NamedTuple):

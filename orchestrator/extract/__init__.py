@@ -1,4 +1,4 @@
-"""The extract pipeline (FORMAT.md section 4): a role's reply text -> validated `Output`.
+"""The extract pipeline (docs/format.md section 4): a role's reply text -> validated `Output`.
 
 Theory of operation
 ===================
@@ -50,7 +50,7 @@ sentences a model can act on when the reply is sent back for repair.
    `type: string` is an error; quoting it fixes it). Every error is reported, sorted by field
    path, naming the status and the field (`items[2].name`); a failing nested `oneOf`/`anyOf`
    reports the error of the closest alternative instead of "not valid under any of the given
-   schemas". Keys starting with `$` other than `$status` are reserved (FORMAT 4) and refused
+   schemas". Keys starting with `$` other than `$status` are reserved (docs/format.md section 4) and refused
    unless the schema declares them.
 
 5. Return `Output(frontmatter, body, status)` (`output.py`; `pipeline.py` runs the stages):

@@ -3,7 +3,7 @@
 Nothing is coerced: the data is validated as written. Every jsonschema error becomes one sentence
 naming the status and the field (`items[2].name`), sorted by field path; a failed nested
 `oneOf`/`anyOf` is reported through its closest alternative, never as "not valid under any of
-the given schemas". Keys starting with `$` other than `$status` are reserved (FORMAT 4).
+the given schemas". Keys starting with `$` other than `$status` are reserved (docs/format.md section 4).
 """
 
 from __future__ import annotations

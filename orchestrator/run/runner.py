@@ -159,7 +159,14 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
     """Call the actor for the step in flight; its outcome, or None if the thread ended meanwhile."""
     graph, state = thread.graph, thread.state
     role = graph.roles[command.role]  # decide() suspends a step whose role is gone
-    workspace = _step_workspace(thread.workspace_root(), command.location)
+    try:
+        workspace = _step_workspace(thread.workspace_root(), command.location)
+    except OSError as exc:
+        return ActorFailed(
+            command.step,
+            f"cannot make the step's folder '{command.location}': {exc.strerror or exc}",
+            SuspendKind.GRAPH,
+        )
     if workspace is None:
         return ActorFailed(
             command.step,
@@ -210,6 +217,12 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
         if thread.state.status.ended and (task is None or not task.cancelling()):
             return None  # stopped because another process cancelled the thread
         raise
+    except Exception as exc:  # a bug in an actor: the thread suspends, it does not crash
+        return ActorFailed(
+            command.step,
+            f"the {getattr(actor, 'kind', 'actor')} actor failed: {type(exc).__name__}: {exc}",
+            SuspendKind.ACTOR,
+        )
     finally:
         thread.step_task = None
     return Replied(

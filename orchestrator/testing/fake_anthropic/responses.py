@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Fault = Literal["cut", "malformed", "empty"]
+Fault = Literal["cut", "malformed", "empty", "pings"]  # pings: a stream that never finishes
 
 ERROR_TYPES = {
     400: "invalid_request_error",

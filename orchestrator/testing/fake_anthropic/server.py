@@ -227,6 +227,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         message = self._message(body, response)
         events = sse_events(message, self._backend.chunk_size)
+        if response.fault == "pings":
+            # Keep the connection busy with pings and never finish: each read succeeds, so
+            # only an overall deadline on the call stops it.
+            self._chunk(encode_event(*events[0]))
+            while not self._http.stopping.wait(0.1):
+                try:
+                    self._chunk(encode_event("ping", {"type": "ping"}))
+                except OSError:  # the client gave up and closed the connection
+                    return
+            return
         if response.fault == "cut":
             # Stop in the middle of the first content block's deltas and drop the connection
             # without the final chunk: the client sees an incomplete chunked body.
