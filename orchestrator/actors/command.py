@@ -25,6 +25,7 @@ import shutil
 import signal
 from pathlib import Path
 
+from ..prompting import repair_message, system_prompt, visit_message
 from ..tools import sandbox as sandboxing
 from ..tools.scrub import Secrets, safe_environment
 from .base import ActorError, ActReply, ActRequest
@@ -36,8 +37,6 @@ def scrubbed_environment() -> dict[str, str]:
 
 
 def compose_prompt(request: ActRequest) -> str:
-    from ..prompting import repair_message, system_prompt, visit_message
-
     parts = [system_prompt(request.role, request.role_name), visit_message(request)]
     for attempt in request.attempts:
         parts.append("Your previous reply was:\n\n" + attempt.reply)

@@ -43,6 +43,7 @@ import contextlib
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -324,8 +325,7 @@ def die_with_parent(parent: int) -> None:
     Kept through the sandbox: the signal kills bwrap (or unshare), whose `--die-with-parent`
     (`--kill-child`) kills the sandbox's init, and with it every process in its PID namespace."""
     if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
+        import ctypes  # deferred: only a forked child on Linux needs it
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
