@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core.steps import StepView, ThreadView, thread_view
 from ..extract import format_reply
@@ -31,7 +31,6 @@ from ..story import story_json
 from .options import ActorFor, RunOptions, ThreadResult
 from .session import Session, open_store
 
-T = TypeVar("T")
 StoreArg = EventStore | str | os.PathLike[str] | None
 
 
@@ -44,10 +43,6 @@ def _options(options: RunOptions | None, model: str | None, max_steps: int | Non
     options.model = model or options.model
     options.max_steps = max_steps or options.max_steps
     return options
-
-
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 async def arun_thread(
@@ -96,7 +91,7 @@ def run_thread(
     `result.thread_id`, `result.state`, `result.final`, `result.reason`. Keywords: `workspace`,
     `store`, `model`, `max_steps`, `in_place`, `replay` (a recording), `actor_for`, `options`.
     """
-    return _run(arun_thread(graph, inputs, **kw))
+    return asyncio.run(arun_thread(graph, inputs, **kw))
 
 
 def resume_thread(
@@ -114,7 +109,7 @@ def resume_thread(
     session = Session(open_store(store))
     row = session.thread(thread_id)
     loaded = _graph(graph) if graph is not None else session.graph_for(row)
-    return _run(
+    return asyncio.run(
         session.resume(
             loaded,
             row.id,
@@ -145,7 +140,7 @@ def answer_thread(
     row = session.thread(thread_id)
     loaded = _graph(graph) if graph is not None else session.graph_for(row)
     reply = text if text is not None else format_reply(status, dict(fields or {}), body)
-    return _run(
+    return asyncio.run(
         session.answer(loaded, row.id, reply, options=options or RunOptions(), actor_for=actor_for)
     )
 
