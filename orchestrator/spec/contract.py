@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from .metaschema import SchemaProblem, check_schema
-from .models import SINGLE_EXIT, SUSPEND
+from .reserved import SINGLE_EXIT, SUSPEND
 
 STATUS_KEY = "$status"
 

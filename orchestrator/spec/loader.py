@@ -16,7 +16,7 @@ import frontmatter as _frontmatter
 from pydantic import BaseModel, ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
-from .models import TOOL_SETS, Graph, Role
+from .models import TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, Role
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
 BUNDLED = Path(__file__).resolve().parent.parent / "bundled"
@@ -188,21 +188,19 @@ def _is_tag(part: Any) -> bool:
 
 def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
     """Field names of the model that holds `path` (for did-you-mean)."""
-    from . import models as m
-
     if not path:
         return list(model.model_fields)
     head = path[0]
     if head in ("roles",) and len(path) >= 2:
-        return list(m.Role.model_fields) if len(path) <= 3 else []
+        return list(Role.model_fields) if len(path) <= 3 else []
     if head == "graph" and len(path) >= 3:
-        return list(m.Edge.model_fields)
+        return list(Edge.model_fields)
     if head == "defaults":
-        return list(m.Defaults.model_fields)
+        return list(Defaults.model_fields)
     if head == "limits":
-        return list(m.Limits.model_fields)
+        return list(Limits.model_fields)
     if head == "actor" or (len(path) >= 3 and path[2] == "actor"):
-        return list(m.CommandActor.model_fields)
+        return list(CommandActor.model_fields)
     return list(model.model_fields)
 
 

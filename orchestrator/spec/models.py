@@ -13,15 +13,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from .contract import Contract, derive_contract
+
+# The reserved names, importable from here as they always were.
+from .reserved import END as END
+from .reserved import RESUME as RESUME
+from .reserved import SINGLE_EXIT as SINGLE_EXIT
+from .reserved import START as START
+from .reserved import SUSPEND as SUSPEND
+
 if TYPE_CHECKING:
-    from .contract import Contract
     from .yamlpos import SourceMap
 
-START = "$START"
-END = "$END"
-SUSPEND = "$SUSPEND"
-SINGLE_EXIT = "_"
-RESUME = "resume"
 TOOL_SETS = ("read", "edit", "shell")
 
 
@@ -64,8 +67,6 @@ class Role(_Frozen):
 
     @cached_property
     def contract(self) -> Contract:
-        from .contract import derive_contract
-
         return derive_contract(self.frontmatter)
 
 
