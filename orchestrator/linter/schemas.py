@@ -1,0 +1,91 @@
+"""Pass 2, schemas: each role's output contract and the graph's `inputs:` schema.
+
+A role's contract (`Contract.issues`) says what keeps its statuses from being read; this pass
+turns those issues into problems at their place in the file, and checks what the contract does
+not: reserved field names and the `inputs:` schema. Library role files checked on their own get
+the same role checks (`role_problems`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..problems import Problem
+from ..spec.contract import STATUS_KEY
+from ..spec.metaschema import SchemaProblem, check_schema
+from ..spec.models import Role
+from .codes import CODES, Locate, Where, problem
+from .view import GraphView
+
+
+def check_schemas(view: GraphView) -> None:
+    for name, role in view.roles.items():
+
+        def locate(*where: str | int, key: bool = False, _n: str = name) -> Where:
+            return view.at("roles", _n, *where, key=key)
+
+        view.problems.extend(role_problems(name, role, locate))
+    _check_inputs(view)
+
+
+def role_problems(name: str, role: Role, locate: Locate) -> Iterator[Problem]:
+    """Problems of one role on its own: reserved statuses and fields, schema issues."""
+    contract = role.contract
+    for issue in contract.issues:
+        code = issue.code if issue.code in CODES else "bad-status-schema"
+        hint = ""
+        if code == "reserved-name":
+            hint = "any role may reply `$status: $SUSPEND`; the runtime handles it"
+        elif code == "bad-status-schema":
+            hint = "give `$status` a `const` (one status) or an `enum` (several)"
+        yield problem(
+            locate("frontmatter", *issue.path), code, f"role '{name}': {issue.message}", hint
+        )
+    for prop in _declared_properties(role.frontmatter):
+        if prop.startswith("$") and prop != STATUS_KEY:
+            yield problem(
+                locate("frontmatter", key=True),
+                "reserved-name",
+                f"role '{name}' declares the field '{prop}'; names starting with `$` are reserved",
+                "rename the field without the `$`",
+            )
+
+
+def _declared_properties(schema: Any) -> set[str]:
+    """Property names declared at the top level or in oneOf/anyOf variants."""
+    names: set[str] = set()
+    if not isinstance(schema, dict):
+        return names
+    variants = [schema.get(key) for key in ("oneOf", "anyOf")]
+    parts = [schema] + [
+        v for group in variants if isinstance(group, list) for v in group if isinstance(v, dict)
+    ]
+    for part in parts:
+        props = part.get("properties")
+        if isinstance(props, dict):
+            names.update(str(k) for k in props)
+    return names
+
+
+def _check_inputs(view: GraphView) -> None:
+    schema = view.graph.inputs
+    if schema is None:
+        return
+    try:
+        check_schema(schema)
+    except SchemaProblem as exc:
+        view.report(
+            view.at("inputs", *exc.path),
+            "invalid-json-schema",
+            f"inputs: invalid JSON Schema: {exc.message}",
+        )
+        return
+    kind = schema.get("type")
+    if kind is not None and kind != "object" and not (isinstance(kind, list) and "object" in kind):
+        view.report(
+            view.at("inputs", "type"),
+            "invalid-json-schema",
+            f"inputs must describe an object (the named inputs), not {kind!r}",
+            "use `type: object` with `properties:` naming each input",
+        )
