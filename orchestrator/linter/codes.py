@@ -13,6 +13,7 @@ from ..problems import Problem, Severity
 CODES: dict[str, Severity] = {
     # loader
     "yaml-syntax": "error",
+    "yaml-limit": "error",
     "unknown-key": "error",
     "missing-field": "error",
     "bad-type": "error",

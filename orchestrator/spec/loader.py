@@ -119,9 +119,9 @@ def _parse_shifted(path: Path, text: str, line_offset: int) -> tuple[Any, Source
     try:
         data, smap = load_yaml(text, str(path))
     except YamlSyntaxError as exc:
-        message = f"YAML syntax: {exc.message}"
+        message = f"YAML syntax: {exc.message}" if exc.code == "yaml-syntax" else exc.message
         raise _fail(
-            str(path), "yaml-syntax", message, line=exc.line + line_offset, column=exc.column
+            str(path), exc.code, message, exc.hint, line=exc.line + line_offset, column=exc.column
         ) from None
     if not line_offset:
         return data, smap

@@ -1,0 +1,169 @@
+"""Hostile and malformed files meet `orchestrator validate` and `load_graph`: each gets a clear
+problem with a file, line and column, quickly; never a traceback, a hang or a crash.
+
+Inputs that once crashed the interpreter (deep nesting overflowed libyaml's C stack) run in a
+real process, so a regression fails one test instead of killing the test run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
+from orchestrator.problems import GraphError, Problem
+from orchestrator.spec import yamlpos
+from orchestrator.spec.loader import load_graph
+
+GRAPH = """\
+name: g
+description: one role
+roles:
+  worker:
+    description: works
+    goal: You work.
+    frontmatter:
+      type: object
+      properties:
+        $status: { enum: [done, failed] }
+        note: { type: string }
+      required: [$status]
+graph:
+  $START:
+    _: { role: worker, prompt: "Do {{{$inputs.task}}}" }
+  worker:
+    done: { role: $END, prompt: "Done" }
+    failed: { role: $END, prompt: "Failed" }
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def validate(*args: str) -> tuple[int, list[dict[str, Any]]]:
+    """`orchestrator validate ARGS --format json` in this process: exit code and problems."""
+    result = CliRunner().invoke(cli, ["validate", *args, "--format", "json"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, json.loads(result.output)["problems"]
+
+
+def validate_process(path: Path) -> tuple[int, list[dict[str, Any]]]:
+    """The same in a real process, for inputs that could crash or hang the interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "validate", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard, far above the second or so these take
+        cwd=path.parent,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1), (done.returncode, done.stderr)
+    return done.returncode, json.loads(done.stdout)["problems"]
+
+
+def load_problems(path: Path) -> list[Problem]:
+    with pytest.raises(GraphError) as info:
+        load_graph(str(path))
+    return info.value.problems
+
+
+# --------------------------------------------------------------------------- a. YAML limits
+
+
+def alias_bomb(levels: int) -> str:
+    """The "billion laughs": each anchor names a list of nine aliases of the one before."""
+    lines = [
+        "name: bomb",
+        "description: d",
+        "x-a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]",
+    ]
+    for i in range(1, levels + 1):
+        prev, name = chr(ord("a") + i - 1), chr(ord("a") + i)
+        lines.append(f"x-{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    return "\n".join([*lines, "roles: {}", "graph: {}", ""])
+
+
+@pytest.mark.parametrize("levels", [7, 9])
+def test_an_alias_bomb_is_refused_at_the_alias_that_expands_too_far(
+    tmp_path: Path, levels: int
+) -> None:
+    path = write(tmp_path, "bomb.yaml", alias_bomb(levels))
+    code, problems = validate_process(path)
+    assert code == 1
+    (p,) = problems
+    assert (p["code"], p["severity"], p["file"]) == ("yaml-limit", "error", str(path))
+    # `&e` on line 7 would expand to 66,430 values: nine aliases of `&d` (line 6), each 7,381
+    assert (p["line"], p["column"]) == (7, 6)
+    assert "alias bomb" in p["message"] and "anchor on line 6" in p["message"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "graph: " + "[" * 100_000 + "]" * 100_000,
+        "graph: " + "{a: " * 30_000 + "1" + "}" * 30_000,
+        "graph:\n" + "".join(" " * i + "-\n" for i in range(30_000)),
+        "graph:\n" + "- " * 30_000 + "x",
+    ],
+    ids=["flow-sequences", "flow-mappings", "block-sequences", "compact-sequences"],
+)
+def test_deep_nesting_is_refused_not_a_crash(tmp_path: Path, text: str) -> None:
+    code, problems = validate_process(write(tmp_path, "deep.yaml", text))
+    assert code == 1
+    (p,) = problems
+    assert p["code"] == "yaml-limit"
+    assert "more than 200 levels" in p["message"]
+
+
+def test_nesting_a_little_too_deep_is_refused_at_the_level_past_the_limit(tmp_path: Path) -> None:
+    (p,) = load_problems(write(tmp_path, "g.yaml", "graph: " + "[" * 300 + "]" * 300 + "\n"))
+    assert (p.code, p.line, p.column) == ("yaml-limit", 1, 8 + 200)
+
+
+def test_an_alias_inside_its_own_anchor_is_refused(tmp_path: Path) -> None:
+    (p,) = load_problems(write(tmp_path, "g.yaml", GRAPH + "x-loop: &loop\n  again: *loop\n"))
+    assert p.code == "yaml-limit"
+    assert (p.line, p.column) == (20, 3)
+    assert "expand forever" in p.message
+
+
+def test_a_file_of_too_many_values_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(yamlpos, "MAX_VALUES", 100)
+    (p,) = load_problems(write(tmp_path, "g.yaml", GRAPH + f"x-many: {list(range(100))}\n"))
+    assert p.code == "yaml-limit"
+    assert "more than 100 values" in p.message
+
+
+def test_anchors_aliases_and_merge_keys_still_load(tmp_path: Path) -> None:
+    text = GRAPH.replace(
+        "roles:\n  worker:\n",
+        "x-base: &base\n  description: works\n  goal: You work.\n  memory: fresh\n"
+        "roles:\n  worker:\n    <<: *base\n",
+    ).replace("    description: works\n    goal: You work.\n", "    goal: You work hard.\n", 1)
+    path = write(tmp_path, "g.yaml", text)
+    graph = load_graph(str(path))
+    role = graph.roles["worker"]
+    assert (role.description, role.goal, role.memory) == ("works", "You work hard.", "fresh")
+    # the overriding key is where the value comes from, not the anchor's
+    assert graph.position("roles", "worker", "goal")[1] == 10
+
+
+def test_a_value_python_cannot_hold_is_a_problem(tmp_path: Path) -> None:
+    path = write(tmp_path, "g.yaml", GRAPH + "x-big: " + "9" * 5000 + "\nx-day: 2024-13-45\n")
+    code, problems = validate(str(path))
+    assert code == 1
+    (p,) = problems
+    assert (p["code"], p["line"], p["column"]) == ("yaml-syntax", 19, 8)
+    assert "cannot read the value" in p["message"]
