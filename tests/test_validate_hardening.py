@@ -167,3 +167,73 @@ def test_a_value_python_cannot_hold_is_a_problem(tmp_path: Path) -> None:
     (p,) = problems
     assert (p["code"], p["line"], p["column"]) == ("yaml-syntax", 19, 8)
     assert "cannot read the value" in p["message"]
+
+
+# --------------------------------------------------------------------------- b. duplicate keys
+
+
+def test_duplicate_keys_in_a_graph_are_errors_naming_both_lines(tmp_path: Path) -> None:
+    text = GRAPH.replace("description: one role\n", "description: one role\ndescription: two\n")
+    text = text.replace("    goal: You work.\n", "    goal: You work.\n    goal: You rest.\n")
+    text = text.replace(
+        '    failed: { role: $END, prompt: "Failed" }\n',
+        '    failed: { role: $END, prompt: "Failed" }\n    done: { role: $END, prompt: "Again" }\n',
+    )
+    path = write(tmp_path, "g.yaml", text)
+    code, problems = validate(str(path))
+    assert code == 1
+    found = [(p["code"], p["line"], p["column"], p["message"]) for p in problems]
+    assert found == [
+        (
+            "duplicate-key",
+            3,
+            1,
+            "duplicate key 'description' in the top level: first on line 2, again on line 3",
+        ),
+        (
+            "duplicate-key",
+            8,
+            5,
+            "duplicate key 'goal' in roles.worker: first on line 7, again on line 8",
+        ),
+        (
+            "duplicate-key",
+            21,
+            5,
+            "duplicate key 'done' in graph.worker: first on line 19, again on line 21",
+        ),
+    ]
+    assert all(p["severity"] == "error" and p["file"] == str(path) for p in problems)
+
+
+def test_duplicate_keys_in_role_files_count_lines_from_the_top_of_the_file(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        "roles/a.md",
+        "---\ndescription: d\ngoal: g\ngoal: h\nfrontmatter: {}\n---\nBody\n",
+    )
+    write(
+        tmp_path,
+        "roles/b.yaml",
+        "description: d\ngoal: g\nfrontmatter: {type: object, type: string}\n",
+    )
+    code, problems = validate(str(tmp_path / "roles"))
+    assert code == 1
+    found = [(Path(p["file"]).name, p["code"], p["line"], p["column"]) for p in problems]
+    assert found == [("a.md", "duplicate-key", 4, 1), ("b.yaml", "duplicate-key", 3, 29)]
+    assert "first on line 3, again on line 4" in problems[0]["message"]
+
+
+def test_a_duplicate_key_in_a_library_role_is_reported_from_the_graph(tmp_path: Path) -> None:
+    write(tmp_path, "roles/lib.yaml", "description: d\ngoal: g\ngoal: h\nfrontmatter: {}\n")
+    text = GRAPH.replace("    description: works\n    goal: You work.\n", "    extends: lib\n")
+    path = write(tmp_path, "graphs/g.yaml", text)
+    (p,) = load_problems(path)  # and no missing-field for what the library role would give
+    assert (p.code, p.file, p.line) == ("duplicate-key", str(tmp_path / "roles" / "lib.yaml"), 3)
+
+
+def test_merged_keys_that_the_mapping_overrides_are_not_duplicates(tmp_path: Path) -> None:
+    text = GRAPH + "x-base: &base { a: 1, b: 2 }\nx-more: { <<: *base, a: 3 }\n"
+    assert load_graph(str(write(tmp_path, "g.yaml", text))).name == "g"

@@ -15,6 +15,7 @@ CODES: dict[str, Severity] = {
     "yaml-syntax": "error",
     "yaml-limit": "error",
     "unknown-key": "error",
+    "duplicate-key": "error",
     "missing-field": "error",
     "bad-type": "error",
     "unknown-extends": "error",

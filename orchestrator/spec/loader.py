@@ -123,11 +123,33 @@ def _parse_shifted(path: Path, text: str, line_offset: int) -> tuple[Any, Source
         raise _fail(
             str(path), exc.code, message, exc.hint, line=exc.line + line_offset, column=exc.column
         ) from None
-    if not line_offset:
-        return data, smap
-    smap.values = {k: (ln + line_offset, c) for k, (ln, c) in smap.values.items()}
-    smap.keys = {k: (ln + line_offset, c) for k, (ln, c) in smap.keys.items()}
+    if line_offset:
+        smap.values = {k: (ln + line_offset, c) for k, (ln, c) in smap.values.items()}
+        smap.keys = {k: (ln + line_offset, c) for k, (ln, c) in smap.keys.items()}
+    if smap.duplicates:
+        raise GraphError([_duplicate(str(path), *d, line_offset) for d in smap.duplicates])
     return data, smap
+
+
+def _duplicate(
+    file: str,
+    path: tuple[str | int, ...],
+    first: tuple[int, int],
+    again: tuple[int, int],
+    line_offset: int,
+) -> Problem:
+    """A key written twice in one mapping: only one value would count, silently."""
+    owner = ".".join(str(p) for p in path[:-1]) or "the top level"
+    first_line, line = first[0] + line_offset, again[0] + line_offset
+    return Problem(
+        file,
+        line,
+        again[1],
+        "duplicate-key",
+        "error",
+        f"duplicate key '{path[-1]}' in {owner}: first on line {first_line}, again on line {line}",
+        "keep one of them (YAML would silently use only the last)",
+    )
 
 
 def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[Path]:
@@ -291,16 +313,20 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
     problems: list[Problem] = []
     # Fields from library roles point into their own files.
     origins: dict[tuple[str, str], tuple[SourceMap, tuple[str | int, ...]]] = {}
+    broken: set[str] = set()  # roles whose library role could not be found or read
     roles = data.get("roles")
     if isinstance(roles, dict):
         dirs = role_search_dirs(path)
         merged: dict[str, Any] = {}
         for name, raw in roles.items():
             if isinstance(raw, dict) and isinstance(raw.get("extends"), str):
+                before = len(problems)
                 try:
                     raw = _apply_extends(name, raw, dirs, smap, origins, problems)
                 except GraphError as err:
                     problems.extend(err.problems)
+                if len(problems) > before:
+                    broken.add(name)
             merged[name] = raw
         data = {**data, "roles": merged}
 
@@ -316,7 +342,6 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
         graph = Graph.model_validate(data)
     except ValidationError as exc:
         # A role whose `extends` failed lacks its library fields; don't also report those.
-        broken = {p.message.split("'")[1] for p in problems if p.code == "unknown-extends"}
         problems.extend(
             p
             for p in problems_from_validation(exc, data, locate, Graph)

@@ -45,6 +45,9 @@ class SourceMap:
     file: str
     values: dict[Path_, tuple[int, int]] = field(default_factory=dict)
     keys: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    # A key written twice in one mapping: its path, where it first was, where it is again.
+    # (YAML forbids it; PyYAML keeps the last value. The loader reports each as an error.)
+    duplicates: list[tuple[Path_, tuple[int, int], tuple[int, int]]] = field(default_factory=list)
 
     def at(self, path: Path_, *, key: bool = False) -> tuple[int, int]:
         """Where `path` is; falls back to its nearest ancestor, then to line 1."""
@@ -243,6 +246,10 @@ class _Builder:
                 merged.extend((m, _pos(key_node)) for m in _merge_sources(value_node))
                 continue
             key = self._key(key_node)
+            if key in own:
+                self.smap.duplicates.append(
+                    (path + (key,), self.smap.keys[path + (key,)], _pos(key_node))
+                )
             self.smap.keys.setdefault(path + (key,), _pos(key_node))
             own[key] = self.build(value_node, path + (key,), depth + 1, _pos(key_node))
         if not merged:
