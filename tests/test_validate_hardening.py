@@ -237,3 +237,67 @@ def test_a_duplicate_key_in_a_library_role_is_reported_from_the_graph(tmp_path: 
 def test_merged_keys_that_the_mapping_overrides_are_not_duplicates(tmp_path: Path) -> None:
     text = GRAPH + "x-base: &base { a: 1, b: 2 }\nx-more: { <<: *base, a: 3 }\n"
     assert load_graph(str(write(tmp_path, "g.yaml", text))).name == "g"
+
+
+# --------------------------------------------------------------------------- f. YAML syntax
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "words"),
+    [
+        # a key without its colon: libyaml notices only when the next line starts
+        (
+            "name: g\ndescription the graph\nroles: {}\n",
+            (2, 22),
+            "could not find expected ':' (while scanning a simple key "
+            "that started at line 2, column 1)",
+        ),
+        # the example of the hardening issue: the block mapping's start is in the message
+        (
+            "name: g\nroles:\n  a:\n    goal: x\n   bad: 1\ngraph: {}\n",
+            (5, 4),
+            "did not find expected key (while parsing a block mapping "
+            "that started at line 3, column 3)",
+        ),
+        # an unclosed quote or bracket: at the end of the last line, not on a line past the end
+        (
+            'name: g\ndescription: "the graph\n\n',
+            (2, 24),
+            "found unexpected end of stream (while scanning a quoted scalar "
+            "that started at line 2, column 14)",
+        ),
+        (
+            "name: g\nroles: [a, b\n",
+            (2, 13),
+            "did not find expected ',' or ']' (while parsing a flow sequence "
+            "that started at line 2, column 8)",
+        ),
+        # a mistake at the token the parser stopped on stays there
+        (
+            "name: g\nroles:\n  a: 1\n\tb: 2\n",
+            (4, 1),
+            "found a tab character that violates indentation",
+        ),
+    ],
+    ids=["missing-colon", "block-mapping", "open-quote", "open-bracket", "tab"],
+)
+def test_a_yaml_syntax_error_is_placed_at_the_mistake_with_its_context(
+    tmp_path: Path, text: str, where: tuple[int, int], words: str
+) -> None:
+    path = write(tmp_path, "g.yaml", text)
+    code, problems = validate(str(path))
+    assert code == 1
+    (p,) = problems
+    assert (p["code"], p["file"], (p["line"], p["column"])) == ("yaml-syntax", str(path), where)
+    assert p["message"].startswith("YAML syntax: " + words)
+
+
+def test_a_syntax_error_in_role_frontmatter_counts_lines_from_the_top_of_the_file(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path, "roles/r.md", "---\ndescription: d\ngoal y\nfrontmatter: {}\n---\nBody\n"
+    )
+    code, (p,) = validate(str(path))
+    assert (p["code"], p["line"], p["column"]) == ("yaml-syntax", 3, 7)
+    assert "simple key that started at line 3, column 1" in p["message"]

@@ -116,38 +116,32 @@ def parse_role_file(path: Path) -> RoleSource:
 
 
 def _parse_shifted(path: Path, text: str, line_offset: int) -> tuple[Any, SourceMap]:
+    """Parse YAML that starts `line_offset` lines into the file (a .md role's frontmatter)."""
     try:
-        data, smap = load_yaml(text, str(path))
+        # Blank lines in front make every position, even inside parser messages, a file line.
+        data, smap = load_yaml("\n" * line_offset + text, str(path))
     except YamlSyntaxError as exc:
         message = f"YAML syntax: {exc.message}" if exc.code == "yaml-syntax" else exc.message
         raise _fail(
-            str(path), exc.code, message, exc.hint, line=exc.line + line_offset, column=exc.column
+            str(path), exc.code, message, exc.hint, line=exc.line, column=exc.column
         ) from None
-    if line_offset:
-        smap.values = {k: (ln + line_offset, c) for k, (ln, c) in smap.values.items()}
-        smap.keys = {k: (ln + line_offset, c) for k, (ln, c) in smap.keys.items()}
     if smap.duplicates:
-        raise GraphError([_duplicate(str(path), *d, line_offset) for d in smap.duplicates])
+        raise GraphError([_duplicate(str(path), *d) for d in smap.duplicates])
     return data, smap
 
 
 def _duplicate(
-    file: str,
-    path: tuple[str | int, ...],
-    first: tuple[int, int],
-    again: tuple[int, int],
-    line_offset: int,
+    file: str, path: tuple[str | int, ...], first: tuple[int, int], again: tuple[int, int]
 ) -> Problem:
     """A key written twice in one mapping: only one value would count, silently."""
     owner = ".".join(str(p) for p in path[:-1]) or "the top level"
-    first_line, line = first[0] + line_offset, again[0] + line_offset
     return Problem(
         file,
-        line,
+        again[0],
         again[1],
         "duplicate-key",
         "error",
-        f"duplicate key '{path[-1]}' in {owner}: first on line {first_line}, again on line {line}",
+        f"duplicate key '{path[-1]}' in {owner}: first on line {first[0]}, again on line {again[0]}",
         "keep one of them (YAML would silently use only the last)",
     )
 

@@ -103,13 +103,52 @@ def load_yaml(text: str, file: str = "<string>") -> tuple[Any, SourceMap]:
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        message = " ".join(str(x) for x in (exc.context, exc.problem) if x) or str(exc)
-        raise YamlSyntaxError(message, line, col) from None
+        raise _syntax_error(text, exc) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(exc), 1, 1) from None
     return data, smap
+
+
+def _syntax_error(text: str, exc: yaml.MarkedYAMLError) -> YamlSyntaxError:
+    """The parser's problem at its place, with the context it gives ("while parsing ... at").
+
+    libyaml notices some mistakes only at the next token: a key without `:` when the next line
+    starts, an unclosed quote or bracket at the end of the file. Those are placed right after
+    the last text before that token, on the line where the mistake is.
+    """
+    problem, context = exc.problem, exc.context
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    if exc.problem_mark is not None and (
+        problem == "could not find expected ':'" or _at_end(text, line, col)
+    ):
+        line, col = _after_text_before(text, line, col)
+    message = str(problem or context or exc)
+    if problem and context:
+        message += f" ({context}"
+        if exc.context_mark is not None:
+            at = exc.context_mark
+            message += f" that started at line {at.line + 1}, column {at.column + 1}"
+        message += ")"
+    return YamlSyntaxError(message, line, col)
+
+
+def _at_end(text: str, line: int, col: int) -> bool:
+    """Is 1-based `line`:`col` at the end of the text, past any trailing whitespace?"""
+    lines = text.split("\n")
+    rest = "\n".join([lines[line - 1][col - 1 :], *lines[line:]]) if line <= len(lines) else ""
+    return not rest.strip()
+
+
+def _after_text_before(text: str, line: int, col: int) -> Pos:
+    """The position just after the last non-blank character before `line`:`col` (1-based)."""
+    lines = text.split("\n")
+    for index in range(min(line, len(lines)) - 1, -1, -1):
+        part = lines[index][: col - 1] if index == line - 1 else lines[index]
+        stripped = part.rstrip()
+        if stripped:
+            return index + 1, len(stripped) + 1
+    return line, col
 
 
 def _check_depth(text: str) -> None:
