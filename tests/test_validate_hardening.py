@@ -301,3 +301,53 @@ def test_a_syntax_error_in_role_frontmatter_counts_lines_from_the_top_of_the_fil
     code, (p,) = validate(str(path))
     assert (p["code"], p["line"], p["column"]) == ("yaml-syntax", 3, 7)
     assert "simple key that started at line 3, column 1" in p["message"]
+
+
+# --------------------------------------------------------------------------- g. Mustache syntax
+
+
+def graph_with_prompts(start_prompt: str, done_prompt: str) -> str:
+    return GRAPH.replace('"Do {{{$inputs.task}}}"', start_prompt).replace('"Done"', done_prompt)
+
+
+def test_a_mustache_error_in_a_block_prompt_is_at_its_tag_in_the_file(tmp_path: Path) -> None:
+    # standalone section tags swallow their newlines, which made chevron count a line short
+    edge = (
+        "_:\n"
+        "      role: worker\n"
+        "      prompt: |\n"
+        "        Plan:\n"
+        "        {{#$inputs.task}}\n"
+        "        Task given.\n"
+        "        {{/task}}\n"
+    )
+    text = GRAPH.replace('_: { role: worker, prompt: "Do {{{$inputs.task}}}" }\n', edge)
+    path = write(tmp_path, "g.yaml", text)
+    code, problems = validate(str(path))
+    (p,) = problems
+    assert (p["code"], p["line"], p["column"]) == ("template-syntax", 21, 9)
+    assert text.splitlines()[p["line"] - 1][p["column"] - 1 :] == "{{/task}}"
+    assert p["message"] == (
+        "$START._.prompt: '{{/task}}' closes a section, but the open one is '{{#$inputs.task}}'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("prompt", "column", "message"),
+    [
+        ('"Done {{/x}} now"', 39, "'{{/x}}' closes a section that was never opened"),
+        ('"Done {{#x}} now"', 39, "the section '{{#x}}' is never closed with '{{/x}}'"),
+        ("'Done {{{x}} now'", 39, "'{{{x}}' is missing its third closing brace"),
+        ('"Done {{x now"', 39, "'{{x now' is never closed with '}}'"),
+    ],
+)
+def test_a_mustache_error_in_a_one_line_prompt_is_at_its_tag(
+    tmp_path: Path, prompt: str, column: int, message: str
+) -> None:
+    path = write(tmp_path, "g.yaml", graph_with_prompts('"Do {{{$inputs.task}}}"', prompt))
+    code, problems = validate(str(path))
+    assert code == 1
+    (p,) = problems
+    assert (p["code"], p["line"], p["column"]) == ("template-syntax", 17, column)
+    assert p["message"] == f"worker.done.prompt: {message}"
+    assert "line" not in p["message"]

@@ -92,7 +92,7 @@ class TemplateCheck:
             uses = variables(self.template)
         except TemplateSyntaxError as exc:
             self.report(
-                (exc.line, 0),
+                (exc.line, exc.column),
                 "template-syntax",
                 f"{self.label}: {exc.message}",
                 "Mustache tags: {{{name}}}, {{#name}}...{{/name}}, {{^name}}...{{/name}}",
