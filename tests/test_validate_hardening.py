@@ -351,3 +351,46 @@ def test_a_mustache_error_in_a_one_line_prompt_is_at_its_tag(
     assert (p["code"], p["line"], p["column"]) == ("template-syntax", 17, column)
     assert p["message"] == f"worker.done.prompt: {message}"
     assert "line" not in p["message"]
+
+
+# --------------------------------------------------------------------------- h. library roles
+
+LIBRARY_ROLE = "description: d\ngoal: g\ntools: [read, browse]\nfrontmatter: {type: object}\n"
+
+
+def library_project(root: Path, graphs: int = 1) -> None:
+    """roles/lib.yaml with a bad tool, and graphs whose one role extends it."""
+    write(root, "roles/lib.yaml", LIBRARY_ROLE)
+    for i in range(graphs):
+        text = GRAPH.replace("name: g\n", f"name: g{i}\n").replace(
+            "    description: works\n    goal: You work.\n", "    extends: lib\n"
+        )
+        write(root, f"graphs/g{i}.yaml", text)
+
+
+@pytest.mark.parametrize("args", [(), ("graphs", "roles"), ("graphs",), ("roles/lib.yaml", ".")])
+def test_a_bad_tool_in_a_library_role_is_reported_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    library_project(tmp_path, graphs=2)
+    monkeypatch.chdir(tmp_path)
+    code, problems = validate(*args)
+    assert code == 1
+    (p,) = problems
+    assert (p["code"], p["file"], p["line"], p["column"]) == (
+        "unknown-tool",
+        "roles/lib.yaml",
+        3,
+        15,
+    )
+    assert "unknown tool set 'browse'" in p["message"]
+
+
+def test_a_bad_tool_in_a_role_file_on_its_own_is_unknown_tool(tmp_path: Path) -> None:
+    path = write(tmp_path, "roles/lib.yaml", LIBRARY_ROLE)
+    code, (p,) = validate(str(path))
+    assert (p["code"], p["message"], p["hint"]) == (
+        "unknown-tool",
+        "role 'lib' asks for unknown tool set 'browse'",
+        "tool sets: read, edit, shell",
+    )

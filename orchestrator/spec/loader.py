@@ -162,11 +162,16 @@ def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[P
 
 
 def find_library_role(name: str, dirs: list[Path]) -> Path | None:
+    """The library role file for `name`; relative to the working folder when inside it, so that
+    problems name it as `validate roles/` does."""
     for folder in dirs:
         for suffix in ROLE_SUFFIXES:
             candidate = folder / f"{name}{suffix}"
             if candidate.is_file():
-                return candidate
+                try:
+                    return candidate.relative_to(Path.cwd())
+                except (ValueError, OSError):  # outside the working folder, or it is gone
+                    return candidate
     return None
 
 
@@ -221,9 +226,12 @@ def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> lis
 
 
 def problems_from_validation(
-    exc: ValidationError, data: Any, locate: Any, model: type[BaseModel]
+    exc: ValidationError, data: Any, locate: Any, model: type[BaseModel], role: str = ""
 ) -> list[Problem]:
-    """Turn pydantic errors into problems; `locate(path, key)` gives (file, line, col)."""
+    """Turn pydantic errors into problems; `locate(path, key)` gives (file, line, col).
+
+    `role`: the role's name when `model` is `Role` (a role file checked on its own).
+    """
     problems: dict[tuple[str | int, ...], Problem] = {}
     for err in exc.errors():
         path = _strip_union_tags(tuple(err["loc"]), data)
@@ -248,9 +256,11 @@ def problems_from_validation(
                 "error",
                 f"{owner} is missing required field '{path[-1]}'",
             )
-        elif len(path) == 4 and path[0] == "roles" and path[2] == "tools":
+        elif _tool_at(path, model):
             file, line, col = locate(path, False)
-            value = data["roles"][path[1]]["tools"][path[3]]
+            value = data
+            for part in path:
+                value = value[part]
             hint = did_you_mean(str(value), TOOL_SETS) or f"tool sets: {', '.join(TOOL_SETS)}"
             problem = Problem(
                 file,
@@ -258,7 +268,7 @@ def problems_from_validation(
                 col,
                 "unknown-tool",
                 "error",
-                f"role '{path[1]}' asks for unknown tool set '{value}'",
+                f"role '{path[1] if model is Graph else role}' asks for unknown tool set '{value}'",
                 hint,
             )
         elif len(path) >= 3 and path[0] == "roles" and path[2] == "actor" and len(path) == 3:
@@ -277,6 +287,12 @@ def problems_from_validation(
         # union members each report; keep the first problem per path
         problems.setdefault(path + (problem.code,), problem)
     return list(problems.values())
+
+
+def _tool_at(path: tuple[str | int, ...], model: type[BaseModel]) -> bool:
+    """Is `path` one entry of a role's `tools:` (in a graph, or in a role file)?"""
+    where = path[2:] if model is Graph and len(path) == 4 and path[0] == "roles" else path
+    return len(where) == 2 and where[0] == "tools" and isinstance(where[1], int)
 
 
 def _message(err: Any) -> str:
@@ -423,7 +439,7 @@ def load_role(path: Path) -> Role:
     try:
         role = Role.model_validate(data)
     except ValidationError as exc:
-        problems = problems_from_validation(exc, data, locate, Role)
+        problems = problems_from_validation(exc, data, locate, Role, path.stem)
         fixed = [
             Problem(
                 p.file,
