@@ -394,3 +394,29 @@ def test_a_bad_tool_in_a_role_file_on_its_own_is_unknown_tool(tmp_path: Path) ->
         "role 'lib' asks for unknown tool set 'browse'",
         "tool sets: read, edit, shell",
     )
+
+
+# --------------------------------------------------------------------------- i. reserved fields
+
+
+def test_a_reserved_field_name_points_at_the_field(tmp_path: Path) -> None:
+    text = GRAPH.replace(
+        "        note: { type: string }\n",
+        "        note: { type: string }\n        $note: { type: string }\n",
+    )
+    path = write(tmp_path, "g.yaml", text)
+    code, (p,) = validate(str(path))
+    assert (p["code"], p["line"], p["column"]) == ("reserved-name", 12, 9)
+    assert text.splitlines()[11].strip().startswith("$note:")
+
+
+def test_a_reserved_field_name_in_a_variant_points_at_the_field(tmp_path: Path) -> None:
+    role = (
+        "description: d\ngoal: g\nfrontmatter:\n  oneOf:\n"
+        "    - properties: { $status: { const: a } }\n"
+        "    - properties:\n        $status: { const: b }\n        $why: { type: string }\n"
+    )
+    path = write(tmp_path, "roles/r.yaml", role)
+    code, (p,) = validate(str(path))
+    assert (p["code"], p["line"], p["column"]) == ("reserved-name", 8, 9)
+    assert "'$why'" in p["message"]

@@ -42,29 +42,32 @@ def role_problems(name: str, role: Role, locate: Locate) -> Iterator[Problem]:
         yield problem(
             locate("frontmatter", *issue.path), code, f"role '{name}': {issue.message}", hint
         )
-    for prop in _declared_properties(role.frontmatter):
+    for prop, where in _declared_properties(role.frontmatter).items():
         if prop.startswith("$") and prop != STATUS_KEY:
             yield problem(
-                locate("frontmatter", key=True),
+                locate("frontmatter", *where, key=True),
                 "reserved-name",
                 f"role '{name}' declares the field '{prop}'; names starting with `$` are reserved",
                 "rename the field without the `$`",
             )
 
 
-def _declared_properties(schema: Any) -> set[str]:
-    """Property names declared at the top level or in oneOf/anyOf variants."""
-    names: set[str] = set()
+def _declared_properties(schema: Any) -> dict[str, tuple[str | int, ...]]:
+    """Property names declared at the top level or in oneOf/anyOf variants, each with the path
+    (inside the schema) of its first declaration."""
+    names: dict[str, tuple[str | int, ...]] = {}
     if not isinstance(schema, dict):
         return names
-    variants = [schema.get(key) for key in ("oneOf", "anyOf")]
-    parts = [schema] + [
-        v for group in variants if isinstance(group, list) for v in group if isinstance(v, dict)
-    ]
-    for part in parts:
+    parts: list[tuple[tuple[str | int, ...], Any]] = [((), schema)]
+    for key in ("oneOf", "anyOf"):
+        group = schema.get(key)
+        if isinstance(group, list):
+            parts += [((key, i), v) for i, v in enumerate(group) if isinstance(v, dict)]
+    for prefix, part in parts:
         props = part.get("properties")
         if isinstance(props, dict):
-            names.update(str(k) for k in props)
+            for prop in props:
+                names.setdefault(str(prop), (*prefix, "properties", str(prop)))
     return names
 
 
