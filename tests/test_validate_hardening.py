@@ -420,3 +420,23 @@ def test_a_reserved_field_name_in_a_variant_points_at_the_field(tmp_path: Path) 
     code, (p,) = validate(str(path))
     assert (p["code"], p["line"], p["column"]) == ("reserved-name", 8, 9)
     assert "'$why'" in p["message"]
+
+
+def test_a_lint_problem_in_a_library_role_points_into_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = "description: d\ngoal: g\nfrontmatter:\n  properties:\n    $note: { type: string }\n"
+    write(tmp_path, "roles/lib.yaml", lib)
+    write(tmp_path, "roles/child.yaml", "extends: lib\ngoal: better\n")
+    graph = (
+        "name: g\ndescription: d\nroles:\n  worker: { extends: child }\n"
+        'graph:\n  $START: { _: { role: worker, prompt: "go" } }\n'
+        '  worker: { _: { role: $END, prompt: "done" } }\n'
+    )
+    write(tmp_path, "graphs/g.yaml", graph)
+    monkeypatch.chdir(tmp_path)
+    for args in [(), ("graphs",)]:
+        # the graph, the library role and the role that extends it all meet the field `$note`
+        code, problems = validate(*args)
+        found = [(p["code"], p["file"], p["line"], p["column"]) for p in problems]
+        assert found == [("reserved-name", "roles/lib.yaml", 5, 5)], args

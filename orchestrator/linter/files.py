@@ -46,8 +46,7 @@ def lint_role_file(path: Path) -> list[Problem]:
 
 def _locator(smap: SourceMap, prefix: tuple[str | int, ...]) -> Locate:
     def locate(*where: str | int, key: bool = False) -> Where:
-        line, col = smap.at(prefix + where, key=key)
-        return (smap.file, line, col)
+        return smap.where(prefix + where, key=key)
 
     return locate
 
@@ -56,7 +55,8 @@ def _load_extending_role(path: Path, source: RoleSource) -> tuple[Role, Locate]:
     """A library role that extends another: resolved the way a graph resolves its roles.
 
     The role is loaded as the only role of a graph read from the same file (its positions moved
-    under `roles.NAME`), so `extends` chains, overrides and problem positions work as in graphs.
+    under `roles.NAME`), so `extends` chains, overrides and problem positions work as in graphs:
+    a problem in a field the role takes from the role it extends points into that file.
     """
     prefix: tuple[str | int, ...] = ("roles", path.stem)
     moved = SourceMap(

@@ -321,8 +321,6 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
         raise _fail(file, "bad-type", message)
     data = {k: v for k, v in data.items() if not str(k).startswith("x-")}
     problems: list[Problem] = []
-    # Fields from library roles point into their own files.
-    origins: dict[tuple[str, str], tuple[SourceMap, tuple[str | int, ...]]] = {}
     broken: set[str] = set()  # roles whose library role could not be found or read
     roles = data.get("roles")
     if isinstance(roles, dict):
@@ -332,7 +330,7 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
             if isinstance(raw, dict) and isinstance(raw.get("extends"), str):
                 before = len(problems)
                 try:
-                    raw = _apply_extends(name, raw, dirs, smap, origins, problems)
+                    raw = _apply_extends(name, raw, dirs, smap, problems)
                 except GraphError as err:
                     problems.extend(err.problems)
                 if len(problems) > before:
@@ -341,12 +339,7 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
         data = {**data, "roles": merged}
 
     def locate(p: tuple[str | int, ...], key: bool) -> tuple[str, int, int]:
-        if len(p) >= 3 and p[0] == "roles" and (str(p[1]), str(p[2])) in origins:
-            lib_map, prefix = origins[(str(p[1]), str(p[2]))]
-            line, col = lib_map.at(prefix + tuple(p[2:]), key=key)
-            return lib_map.file, line, col
-        line, col = smap.at(p, key=key)
-        return file, line, col
+        return smap.where(p, key=key)
 
     try:
         graph = Graph.model_validate(data)
@@ -372,10 +365,13 @@ def _apply_extends(
     raw: dict[str, Any],
     dirs: list[Path],
     smap: SourceMap,
-    origins: dict[tuple[str, str], tuple[SourceMap, tuple[str | int, ...]]],
     problems: list[Problem],
 ) -> dict[str, Any]:
-    """Merge a role over its library role (and that role's own `extends`, if any)."""
+    """Merge a role over its library role (and that role's own `extends`, if any).
+
+    The fields that come from a library file are recorded in `smap.borrowed`, so that their
+    problems point into that file.
+    """
     chain: list[str] = []
     current = raw
     layers: list[RoleSource] = []
@@ -420,9 +416,9 @@ def _apply_extends(
     for layer in reversed(layers):
         for key, value in layer.data.items():
             merged[key] = value
-            origins[(name, key)] = (layer.smap, layer.path_prefix)
+            smap.borrowed[("roles", name, key)] = (layer.smap, (*layer.path_prefix, key))
     for key in raw:
-        origins.pop((name, key), None)
+        smap.borrowed.pop(("roles", name, key), None)
     merged.update(raw)
     return merged
 

@@ -132,8 +132,8 @@ class Graph(_Frozen):
         return self.graph.get(source, {}).get(status)
 
     def position(self, *path: str | int, key: bool = False) -> tuple[str, int, int]:
-        """(file, line, column) of a path in the graph file."""
+        """(file, line, column) of a path: in the graph file, or in the library role file that
+        a role's field comes from."""
         if self._source is None:
             return (self._path or "<graph>", 1, 1)
-        line, col = self._source.at(path, key=key)
-        return (self._source.file, line, col)
+        return self._source.where(path, key=key)

@@ -49,6 +49,20 @@ class SourceMap:
     # (YAML forbids it; PyYAML keeps the last value. The loader reports each as an error.)
     duplicates: list[tuple[Path_, tuple[int, int], tuple[int, int]]] = field(default_factory=list)
 
+    # Subtrees written in another file (a library role's fields in a graph): path -> that
+    # file's map and the path of the subtree there.
+    borrowed: dict[Path_, tuple[SourceMap, Path_]] = field(default_factory=dict)
+
+    def where(self, path: Path_, *, key: bool = False) -> tuple[str, int, int]:
+        """(file, line, column) of `path`, in the file its subtree was written in."""
+        p = tuple(path)
+        if self.borrowed:
+            for n in range(len(p), 0, -1):
+                if p[:n] in self.borrowed:
+                    other, there = self.borrowed[p[:n]]
+                    return other.where(there + p[n:], key=key)
+        return (self.file, *self.at(p, key=key))
+
     def at(self, path: Path_, *, key: bool = False) -> tuple[int, int]:
         """Where `path` is; falls back to its nearest ancestor, then to line 1."""
         table = self.keys if key else self.values
