@@ -440,3 +440,62 @@ def test_a_lint_problem_in_a_library_role_points_into_it_once(
         code, problems = validate(*args)
         found = [(p["code"], p["file"], p["line"], p["column"]) for p in problems]
         assert found == [("reserved-name", "roles/lib.yaml", 5, 5)], args
+
+
+# --------------------------------------------------------------------------- c. external $ref
+
+EXTERNAL_REFS = [
+    "https://example.com/schemas/plan.json",
+    "http://example.com/plan.json#/$defs/plan",
+    "file:///etc/passwd",
+    "plan.json",
+    "../schemas/plan.yaml#/properties/x",
+]
+
+
+@pytest.mark.parametrize("ref", EXTERNAL_REFS)
+def test_a_ref_outside_the_schema_is_an_error_at_the_ref(tmp_path: Path, ref: str) -> None:
+    text = GRAPH.replace("        note: { type: string }\n", f"        note: {{ $ref: '{ref}' }}\n")
+    path = write(tmp_path, "g.yaml", text)
+    code, problems = validate(str(path))
+    assert code == 1
+    (p,) = problems
+    assert (p["code"], p["severity"], p["line"], p["column"]) == ("external-ref", "error", 11, 23)
+    assert p["message"] == (
+        f"role 'worker': `$ref: {ref}` points outside this schema, and schemas are never fetched"
+    )
+
+
+def test_an_external_ref_in_inputs_or_a_role_file_is_reported_too(tmp_path: Path) -> None:
+    inputs = (
+        "inputs:\n  type: object\n  properties:\n    task: { $ref: 'https://x.org/t' }\n"
+        "  required: [task]\n"
+    )
+    path = write(tmp_path, "g.yaml", GRAPH.replace("roles:\n", inputs + "roles:\n", 1))
+    code, (p,) = validate(str(path))
+    assert (p["code"], p["line"], p["column"], p["message"][:8]) == (
+        "external-ref",
+        6,
+        19,
+        "inputs: ",
+    )
+    role = write(
+        tmp_path,
+        "roles/r.md",
+        "---\ndescription: d\ngoal: g\nfrontmatter:\n  items: { $dynamicRef: 'x.json' }\n---\n",
+    )
+    code, (p,) = validate(str(role))
+    assert (p["code"], p["line"], p["column"]) == ("external-ref", 5, 25)
+
+
+def test_refs_inside_the_schema_are_fine(tmp_path: Path) -> None:
+    text = GRAPH.replace(
+        "        note: { type: string }\n",
+        "        note: { $ref: '#/$defs/note' }\n"
+        "        more: { $ref: 'https://example.com/s#/$defs/note' }\n"
+        "        again: { $ref: 'other#/$defs/note' }\n"
+        "      $defs:\n"
+        "        note: { $id: 'https://example.com/other', type: string }\n",
+    ).replace("      type: object\n", "      type: object\n      $id: https://example.com/s\n")
+    code, problems = validate(str(write(tmp_path, "g.yaml", text)))
+    assert (code, problems) == (0, [])

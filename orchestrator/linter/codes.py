@@ -26,6 +26,7 @@ CODES: dict[str, Severity] = {
     "reserved-name": "error",
     "bad-status-schema": "error",
     "invalid-json-schema": "error",
+    "external-ref": "error",
     # shape
     "start-edge": "error",
     "end-has-edges": "error",

@@ -2,8 +2,8 @@
 
 A role's contract (`Contract.issues`) says what keeps its statuses from being read; this pass
 turns those issues into problems at their place in the file, and checks what the contract does
-not: reserved field names and the `inputs:` schema. Library role files checked on their own get
-the same role checks (`role_problems`).
+not: reserved field names, what the schema's text shows (schema_findings.py) and the `inputs:`
+schema. Library role files checked on their own get the same role checks (`role_problems`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..spec.contract import STATUS_KEY
 from ..spec.metaschema import SchemaProblem, check_schema
 from ..spec.models import Role
 from .codes import CODES, Locate, Where, problem
+from .schema_findings import findings
 from .view import GraphView
 
 
@@ -41,6 +42,13 @@ def role_problems(name: str, role: Role, locate: Locate) -> Iterator[Problem]:
             hint = "give `$status` a `const` (one status) or an `enum` (several)"
         yield problem(
             locate("frontmatter", *issue.path), code, f"role '{name}': {issue.message}", hint
+        )
+    for found in findings(role.frontmatter):
+        yield problem(
+            locate("frontmatter", *found.path, key=found.key),
+            found.code,
+            f"role '{name}': {found.message}",
+            found.hint,
         )
     for prop, where in _declared_properties(role.frontmatter).items():
         if prop.startswith("$") and prop != STATUS_KEY:
@@ -75,6 +83,9 @@ def _check_inputs(view: GraphView) -> None:
     schema = view.graph.inputs
     if schema is None:
         return
+    for found in findings(schema):
+        where = view.at("inputs", *found.path, key=found.key)
+        view.report(where, found.code, f"inputs: {found.message}", found.hint)
     try:
         check_schema(schema)
     except SchemaProblem as exc:
