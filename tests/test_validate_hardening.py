@@ -499,3 +499,62 @@ def test_refs_inside_the_schema_are_fine(tmp_path: Path) -> None:
     ).replace("      type: object\n", "      type: object\n      $id: https://example.com/s\n")
     code, problems = validate(str(write(tmp_path, "g.yaml", text)))
     assert (code, problems) == (0, [])
+
+
+# --------------------------------------------------------------------------- d. schema keywords
+
+
+def test_a_misspelled_schema_keyword_is_a_warning_with_a_did_you_mean(tmp_path: Path) -> None:
+    text = GRAPH.replace("      required: [$status]\n", "      requird: [$status, note]\n")
+    path = write(tmp_path, "g.yaml", text)
+    code, problems = validate(str(path))
+    assert code == 0  # a warning: the schema is valid, the keyword is only ignored
+    (p,) = problems
+    assert (p["code"], p["severity"], p["line"], p["column"]) == (
+        "unknown-schema-keyword",
+        "warning",
+        12,
+        7,
+    )
+    assert p["message"] == "role 'worker': 'requird' is not a JSON Schema keyword, so it is ignored"
+    assert p["hint"] == "did you mean 'required'?"
+
+
+@pytest.mark.parametrize(
+    ("schema", "keyword", "hint"),
+    [
+        # nested: in a property, an items schema, a oneOf variant, under $defs
+        ("{ properties: { a: { type: string, maxLenght: 3 } } }", "maxLenght", "'maxLength'"),
+        ("{ properties: { a: { items: { enmu: [x] } } } }", "enmu", "'enum'"),
+        ("{ oneOf: [ { properties: { $status: { const: a } }, requried: [] } ] }", "requried", ""),
+        ("{ $defs: { d: { nullable: true } }, $ref: '#/$defs/d' }", "nullable", "type: [string"),
+        ("{ dependencies: { a: [b] } }", "dependencies", "dependentRequired"),
+        ("{ widget: textarea }", "widget", "`x-`"),
+    ],
+)
+def test_unknown_keywords_are_found_wherever_a_schema_is(
+    tmp_path: Path, schema: str, keyword: str, hint: str
+) -> None:
+    role = write(tmp_path, "roles/r.yaml", f"frontmatter: {schema}\ndescription: d\ngoal: g\n")
+    code, problems = validate(str(role))
+    (p,) = [p for p in problems if p["code"] == "unknown-schema-keyword"]
+    assert (p["line"], p["column"]) == (1, len("frontmatter: ") + schema.index(keyword) + 1)
+    assert f"'{keyword}'" in p["message"]
+    assert hint in p["hint"]
+
+
+def test_what_is_not_a_keyword_is_not_checked(tmp_path: Path) -> None:
+    schema = (
+        "{ type: object, x-ui: { widget: textarea }, title: T,"
+        " properties: { requird: { type: string, default: { enmu: 1 } }, $status: { const: a } },"
+        " required: [$status], examples: [{ nope: 1 }], enum: [{ typo: 1 }],"
+        " definitions: { d: { type: string } } }"
+    )
+    role = write(tmp_path, "roles/r.yaml", f"description: d\ngoal: g\nfrontmatter: {schema}\n")
+    assert validate(str(role)) == (0, [])
+
+
+def test_a_schema_of_another_draft_is_not_checked_for_keywords(tmp_path: Path) -> None:
+    schema = "{ $schema: 'http://json-schema.org/draft-07/schema#', dependencies: { a: [b] } }"
+    role = write(tmp_path, "roles/r.yaml", f"description: d\ngoal: g\nfrontmatter: {schema}\n")
+    assert validate(str(role)) == (0, [])

@@ -27,6 +27,7 @@ CODES: dict[str, Severity] = {
     "bad-status-schema": "error",
     "invalid-json-schema": "error",
     "external-ref": "error",
+    "unknown-schema-keyword": "warning",
     # shape
     "start-edge": "error",
     "end-has-edges": "error",

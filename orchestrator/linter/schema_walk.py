@@ -1,6 +1,7 @@
-"""A walk over every schema inside a JSON Schema (a contract or `inputs:`).
+"""The JSON Schema 2020-12 vocabulary, and a walk over every schema inside a schema.
 
-The walk follows only the keywords whose values are schemas, so property names, `enum` values
+Contracts (`frontmatter:`) and `inputs:` are JSON Schema 2020-12, the draft replies are validated
+with. The walk follows only the keywords whose values are schemas, so property names, `enum` values
 and examples are never mistaken for keywords.
 """
 
@@ -31,6 +32,71 @@ SCHEMA_MAPS = frozenset(
     {"$defs", "definitions", "dependentSchemas", "patternProperties", "properties"}
 )
 SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+
+
+# Every keyword of JSON Schema 2020-12: core, applicator, unevaluated, validation, meta-data,
+# format and content vocabularies. `definitions` (the older `$defs`) is still a fine place for
+# schemas that `$ref` points to.
+KEYWORDS = (
+    ONE_SCHEMA
+    | SCHEMA_MAPS
+    | SCHEMA_LISTS
+    | frozenset(
+        {
+            # core
+            "$anchor",
+            "$comment",
+            "$dynamicAnchor",
+            "$dynamicRef",
+            "$id",
+            "$ref",
+            "$schema",
+            "$vocabulary",
+            # validation
+            "const",
+            "dependentRequired",
+            "enum",
+            "exclusiveMaximum",
+            "exclusiveMinimum",
+            "maxContains",
+            "maximum",
+            "maxItems",
+            "maxLength",
+            "maxProperties",
+            "minContains",
+            "minimum",
+            "minItems",
+            "minLength",
+            "minProperties",
+            "multipleOf",
+            "pattern",
+            "required",
+            "type",
+            "uniqueItems",
+            # meta-data, format, content
+            "default",
+            "deprecated",
+            "description",
+            "examples",
+            "readOnly",
+            "title",
+            "writeOnly",
+            "format",
+            "contentEncoding",
+            "contentMediaType",
+        }
+    )
+)
+
+# Keys people write from other drafts or other schema languages, and what 2020-12 says instead.
+INSTEAD = {
+    "additionalItems": "in JSON Schema 2020-12, `items` next to `prefixItems` does this",
+    "dependencies": "JSON Schema 2020-12 splits it into `dependentRequired` and `dependentSchemas`",
+    "$recursiveRef": "did you mean '$dynamicRef'?",
+    "$recursiveAnchor": "did you mean '$dynamicAnchor'?",
+    "nullable": 'JSON Schema allows null with `type: [string, "null"]`',
+    "optional": "fields are optional unless listed in `required`",
+}
 
 
 def subschemas(schema: Any, path: SchemaPath = ()) -> Iterator[tuple[SchemaPath, dict[str, Any]]]:
