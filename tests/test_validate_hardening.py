@@ -558,3 +558,56 @@ def test_a_schema_of_another_draft_is_not_checked_for_keywords(tmp_path: Path) -
     schema = "{ $schema: 'http://json-schema.org/draft-07/schema#', dependencies: { a: [b] } }"
     role = write(tmp_path, "roles/r.yaml", f"description: d\ngoal: g\nfrontmatter: {schema}\n")
     assert validate(str(role)) == (0, [])
+
+
+# --------------------------------------------------------------------------- e. type names
+
+TYPE_HINT = "JSON Schema types: string, number, integer, boolean, array, object, null"
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("int", "integer"),
+        ("str", "string"),
+        ("bool", "boolean"),
+        ("float", "number"),
+        ("strng", "string"),
+        ("Object", "object"),
+        ("list", "array"),
+    ],
+)
+def test_a_wrong_type_name_gets_the_valid_types_and_a_did_you_mean(
+    tmp_path: Path, written: str, meant: str
+) -> None:
+    text = GRAPH.replace("note: { type: string }", f"note: {{ type: {written} }}")
+    path = write(tmp_path, "g.yaml", text)
+    code, problems = validate(str(path))
+    assert code == 1
+    (p,) = problems
+    assert (p["code"], p["line"], p["column"]) == ("invalid-json-schema", 11, 23)
+    assert p["message"] == (
+        f"role 'worker': invalid JSON Schema: '{written}' is not a JSON Schema type"
+    )
+    assert p["hint"] == f"did you mean '{meant}'? {TYPE_HINT}"
+
+
+def test_wrong_type_names_in_a_list_in_inputs_and_in_role_files(tmp_path: Path) -> None:
+    inputs = (
+        "inputs:\n  type: object\n  properties:\n    task: { type: [string, nul] }\n"
+        "  required: [task]\n"
+    )
+    path = write(tmp_path, "g.yaml", GRAPH.replace("roles:\n", inputs + "roles:\n", 1))
+    code, (p,) = validate(str(path))
+    assert (p["code"], p["line"], p["message"]) == (
+        "invalid-json-schema",
+        6,
+        "inputs: invalid JSON Schema: 'nul' is not a JSON Schema type",
+    )
+    assert p["hint"] == f"did you mean 'null'? {TYPE_HINT}"
+    role = write(tmp_path, "roles/r.yaml", "description: d\ngoal: g\nfrontmatter: { type: 7 }\n")
+    code, (p,) = validate(str(role))
+    assert (p["message"], p["hint"]) == (
+        "role 'r': invalid JSON Schema: 7 is not a JSON Schema type",
+        TYPE_HINT,
+    )

@@ -88,6 +88,24 @@ KEYWORDS = (
     )
 )
 
+TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
+# Type names from programming languages, and the JSON Schema type each means.
+TYPE_ALIASES = {
+    "int": "integer",
+    "long": "integer",
+    "str": "string",
+    "text": "string",
+    "bool": "boolean",
+    "float": "number",
+    "double": "number",
+    "decimal": "number",
+    "list": "array",
+    "dict": "object",
+    "map": "object",
+    "none": "null",
+    "nil": "null",
+}
+
 # Keys people write from other drafts or other schema languages, and what 2020-12 says instead.
 INSTEAD = {
     "additionalItems": "in JSON Schema 2020-12, `items` next to `prefixItems` does this",
@@ -120,3 +138,14 @@ def subschemas(schema: Any, path: SchemaPath = ()) -> Iterator[tuple[SchemaPath,
             elif key in SCHEMA_LISTS and isinstance(value, list):
                 inner += [((*where, key, i), v) for i, v in enumerate(value)]
         todo.extend(reversed(inner))  # depth-first, in the order they are written
+
+
+def value_at(schema: Any, path: SchemaPath) -> Any:
+    """The value at `path` inside `schema`, or None when there is none."""
+    node = schema
+    for part in path:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not (in_list or (isinstance(node, dict) and part in node)):
+            return None
+        node = node[part]
+    return node

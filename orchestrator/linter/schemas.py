@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..problems import Problem
+from ..problems import Problem, did_you_mean
 from ..spec.contract import STATUS_KEY
 from ..spec.metaschema import SchemaProblem, check_schema
 from ..spec.models import Role
 from .codes import CODES, Locate, Where, problem
 from .schema_findings import findings
+from .schema_walk import TYPE_ALIASES, TYPES, SchemaPath, value_at
 from .view import GraphView
 
 
@@ -40,9 +41,10 @@ def role_problems(name: str, role: Role, locate: Locate) -> Iterator[Problem]:
             hint = "any role may reply `$status: $SUSPEND`; the runtime handles it"
         elif code == "bad-status-schema":
             hint = "give `$status` a `const` (one status) or an `enum` (several)"
-        yield problem(
-            locate("frontmatter", *issue.path), code, f"role '{name}': {issue.message}", hint
-        )
+        message = issue.message
+        if code == "invalid-json-schema" and (bad := _bad_type(role.frontmatter, issue.path)):
+            message, hint = f"invalid JSON Schema: {bad[0]}", bad[1]
+        yield problem(locate("frontmatter", *issue.path), code, f"role '{name}': {message}", hint)
     for found in findings(role.frontmatter):
         yield problem(
             locate("frontmatter", *found.path, key=found.key),
@@ -89,10 +91,12 @@ def _check_inputs(view: GraphView) -> None:
     try:
         check_schema(schema)
     except SchemaProblem as exc:
+        message, hint = _bad_type(schema, exc.path) or (exc.message, "")
         view.report(
             view.at("inputs", *exc.path),
             "invalid-json-schema",
-            f"inputs: invalid JSON Schema: {exc.message}",
+            f"inputs: invalid JSON Schema: {message}",
+            hint,
         )
         return
     kind = schema.get("type")
@@ -103,3 +107,21 @@ def _check_inputs(view: GraphView) -> None:
             f"inputs must describe an object (the named inputs), not {kind!r}",
             "use `type: object` with `properties:` naming each input",
         )
+
+
+def _bad_type(schema: Any, path: SchemaPath) -> tuple[str, str] | None:
+    """A message and hint for a metaschema error at a `type:`, instead of jsonschema's own
+    ("'int' is not valid under any of the given schemas"); None for any other error."""
+    if not path or path[-1] != "type":
+        return None
+    value = value_at(schema, path)
+    names = value if isinstance(value, list) else [value]
+    types = "JSON Schema types: " + ", ".join(TYPES)
+    for name in names:
+        if not isinstance(name, str) or name not in TYPES:
+            if not isinstance(name, str):
+                return f"{name!r} is not a JSON Schema type", types
+            meant = TYPE_ALIASES.get(name.lower())
+            guess = f"did you mean '{meant}'?" if meant else did_you_mean(name, TYPES)
+            return f"'{name}' is not a JSON Schema type", f"{guess} {types}".lstrip()
+    return "`type` lists a type twice, or none", types
