@@ -6,12 +6,15 @@ every schema in a graph uses a handful of keywords with plain values (`type`, `p
 `required`, `enum`, `oneOf`, ...), so `_surely_valid` recognises those by hand; anything else
 (another keyword, `$schema`, `$ref`, `pattern`, a value it does not vouch for) goes to the full
 metaschema check. The fast path only ever says "valid"; every error comes from jsonschema, so
-messages and paths are the same as before. A property test checks that the fast path never vouches
-for a schema the metaschema rejects.
+messages and paths are the same as before. Where jsonschema itself fails (a `pattern` that re
+cannot compile at all, such as a{99999999999} or thousands of nested groups, or a schema too
+deep to check), that is a `SchemaProblem` too, not an exception. A property test checks that
+the fast path never vouches for a schema the metaschema rejects.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +44,51 @@ def check_schema(schema: Any) -> None:
         validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as exc:
         raise SchemaProblem(exc.message, tuple(exc.path)) from None
+    except RecursionError:  # jsonschema recurses per level, the regex compiler per group
+        raise _bad_pattern(schema) or SchemaProblem(
+            "the schema nests too deep to be checked", ()
+        ) from None
+    except OverflowError:  # re.compile on a repetition such as a{99999999999}
+        raise _bad_pattern(schema) or SchemaProblem(
+            "a number in the schema is too large", ()
+        ) from None
+
+
+def _bad_pattern(schema: Any) -> SchemaProblem | None:
+    """The first `pattern` (or `patternProperties` name) Python's re cannot compile at all.
+
+    jsonschema checks patterns with `re.compile` and expects only `re.error`; a repetition
+    count past re's limit raises OverflowError and thousands of nested groups RecursionError.
+    """
+    todo: list[tuple[tuple[Any, ...], Any]] = [((), schema)]
+    while todo:
+        path, node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(((*path, i), v) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        patterns = [(("pattern",), node.get("pattern"))]
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += [(("patternProperties",), k) for k in node["patternProperties"]]
+        for where, pattern in patterns:
+            if isinstance(pattern, str) and (reason := _uncompilable(pattern)):
+                shown = pattern if len(pattern) <= 40 else pattern[:37] + "..."
+                return SchemaProblem(
+                    f"{shown!r} is not a regex Python can use: {reason}", (*path, *where)
+                )
+        todo.extend(((*path, k), v) for k, v in node.items())
+    return None
+
+
+def _uncompilable(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except RecursionError:
+        return "it nests too deep"
+    except (OverflowError, re.error) as exc:
+        return str(exc)
+    return ""
 
 
 def _surely_valid(node: Any, depth: int) -> bool:
