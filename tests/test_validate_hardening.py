@@ -112,7 +112,7 @@ def test_an_alias_bomb_is_refused_at_the_alias_that_expands_too_far(
     [
         "graph: " + "[" * 100_000 + "]" * 100_000,
         "graph: " + "{a: " * 30_000 + "1" + "}" * 30_000,
-        "graph:\n" + "".join(" " * i + "-\n" for i in range(30_000)),
+        "graph:\n" + "".join(" " * i + "-\n" for i in range(3_000)),  # 4.5 MB
         "graph:\n" + "- " * 30_000 + "x",
     ],
     ids=["flow-sequences", "flow-mappings", "block-sequences", "compact-sequences"],
@@ -611,3 +611,11 @@ def test_wrong_type_names_in_a_list_in_inputs_and_in_role_files(tmp_path: Path) 
         "role 'r': invalid JSON Schema: 7 is not a JSON Schema type",
         TYPE_HINT,
     )
+
+
+def test_a_file_past_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = write(tmp_path, "g.yaml", GRAPH + "x-filler: " + "x" * 10_000_001 + "\n")
+    code, (p,) = validate(str(path))
+    assert (code, p["code"], p["line"], p["column"]) == (1, "yaml-limit", 1, 1)
+    size = path.stat().st_size
+    assert p["message"] == f"the file has {size:,} bytes, more than the 10,000,000 it may have"

@@ -22,6 +22,7 @@ from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 BUNDLED = Path(__file__).resolve().parent.parent / "bundled"
 GRAPH_SUFFIXES = (".yaml", ".yml")
 ROLE_SUFFIXES = (".yaml", ".yml", ".md")
+MAX_FILE_BYTES = 10_000_000  # graph and role files are a few kilobytes
 
 
 def bundled_graphs_dir() -> Path:
@@ -66,6 +67,14 @@ def _fail(
 
 def _read_text(path: Path) -> str:
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:  # refused before it is read: parsing it would take minutes
+            raise _fail(
+                str(path),
+                "yaml-limit",
+                f"the file has {size:,} bytes, more than the {MAX_FILE_BYTES:,} it may have",
+                "graph and role files are a few kilobytes; check that this is the file you meant",
+            )
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _fail(str(path), "unreadable", f"{path} is not UTF-8 text ({exc.reason})") from None
