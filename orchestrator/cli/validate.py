@@ -96,6 +96,7 @@ def _place(problem: Problem) -> tuple[str, int, int, str]:
 
 def check_file(path: Path, kind: str) -> list[Problem]:
     """Problems in one file; an unexpected failure becomes an internal-error problem."""
+    # Imported here: the linter (pydantic models, the loader) is not needed for `--help`.
     from ..linter import internal_error, lint_graph_file, lint_role_file
 
     try:

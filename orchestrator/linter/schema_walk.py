@@ -117,27 +117,43 @@ INSTEAD = {
 }
 
 
+# How each keyword holds schemas: 1 one schema (or a list, in older drafts), 2 a mapping, 3 a list.
+_HOLDS = {
+    **{key: 1 for key in ONE_SCHEMA},
+    **{key: 2 for key in SCHEMA_MAPS},
+    **{key: 3 for key in SCHEMA_LISTS},
+}
+
+
 def subschemas(schema: Any, path: SchemaPath = ()) -> Iterator[tuple[SchemaPath, dict[str, Any]]]:
-    """Every schema object in `schema`, itself first, each with its path inside `schema`."""
-    todo: list[tuple[SchemaPath, Any]] = [(path, schema)]
+    """Every schema object in `schema`, itself first, each with its path inside `schema`.
+
+    (`true` and `false` are schemas too, without keywords: they are not yielded.)
+    """
+    todo: list[tuple[SchemaPath, Any]] = [(path, schema)] if isinstance(schema, dict) else []
     seen: set[int] = set()  # a schema built in Python may share (or even contain) itself
     while todo:
         where, node = todo.pop()
-        if not isinstance(node, dict) or id(node) in seen:
-            continue  # `true` and `false` are schemas too, without keywords
+        if id(node) in seen:
+            continue
         seen.add(id(node))
         yield where, node
         inner: list[tuple[SchemaPath, Any]] = []
         for key, value in node.items():
-            if key in ONE_SCHEMA and isinstance(value, list):
-                inner += [((*where, key, i), v) for i, v in enumerate(value)]
-            elif key in ONE_SCHEMA:
+            holds = _HOLDS.get(key)
+            if holds is None:
+                continue
+            if holds == 2:
+                if isinstance(value, dict):
+                    inner += [
+                        ((*where, key, str(k)), v) for k, v in value.items() if isinstance(v, dict)
+                    ]
+            elif isinstance(value, list):
+                inner += [((*where, key, i), v) for i, v in enumerate(value) if isinstance(v, dict)]
+            elif holds == 1 and isinstance(value, dict):
                 inner.append(((*where, key), value))
-            elif key in SCHEMA_MAPS and isinstance(value, dict):
-                inner += [((*where, key, str(k)), v) for k, v in value.items()]
-            elif key in SCHEMA_LISTS and isinstance(value, list):
-                inner += [((*where, key, i), v) for i, v in enumerate(value)]
-        todo.extend(reversed(inner))  # depth-first, in the order they are written
+        if inner:
+            todo += reversed(inner)  # depth-first, in the order they are written
 
 
 def value_at(schema: Any, path: SchemaPath) -> Any:
