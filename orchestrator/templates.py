@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +19,13 @@ from chevron_blue import tokenizer as _tok
 
 
 class TemplateSyntaxError(Exception):
-    def __init__(self, message: str, line: int):
+    """Not valid Mustache: what is wrong, at 1-based `line` and `column` (0: unknown)."""
+
+    def __init__(self, message: str, line: int, column: int = 0):
         super().__init__(f"line {line}: {message}")
         self.message = message
         self.line = line
+        self.column = column
 
 
 class TemplateVarError(Exception):
@@ -84,13 +88,78 @@ def _variables(template: str) -> tuple[VarUse, ...]:
                 uses.append(VarUse(key, kinds[tag], line, tuple(stack)))
                 if tag in ("section", "inverted section"):
                     stack.append(key)
-    except TemplateSyntaxError:
-        raise
+    except TemplateSyntaxError as exc:
+        raise _located(template) or exc from None
     except _tok.ChevronError as exc:
-        raise TemplateSyntaxError(" ".join(str(exc).split()), _tok._CURRENT_LINE) from None
+        message = _CHEVRON_LINE.sub("", " ".join(str(exc).split()))
+        raise _located(template) or TemplateSyntaxError(message, _tok._CURRENT_LINE) from None
     except (IndexError, ValueError):  # chevron's tokenizer on an empty tag such as `{{}}`
-        raise TemplateSyntaxError("empty or malformed tag", _tok._CURRENT_LINE) from None
+        fallback = TemplateSyntaxError("empty or malformed tag", _tok._CURRENT_LINE)
+        raise _located(template) or fallback from None
     return tuple(uses)
+
+
+# chevron ends its messages with a line count of its own ("line 4", "at line 2"), which skips
+# the newlines that standalone tags swallow: a line early, and a line of the template.
+_CHEVRON_LINE = re.compile(r"\s*(?:was opened )?(?:at )?line \d+\s*$")
+
+
+def _located(template: str) -> TemplateSyntaxError | None:
+    """The first syntax error of a template, found again with its exact line and column.
+
+    chevron says what is wrong but not where; this walks the tags the way chevron's tokenizer
+    does (default delimiters only: with `{{=...=}}` it gives up and returns None).
+    """
+    if "{{=" in template:
+        return None
+    stack: list[tuple[str, str, int]] = []  # open sections: name, tag text, offset
+    pos = 0
+    while (start := template.find("{{", pos)) != -1:
+        end = template.find("}}", start + 2)
+        if end == -1:
+            return _at(
+                template, start, f"'{_snippet(template, start)}' is never closed with '}}}}'"
+            )
+        inner, pos = template[start + 2 : end], end + 2
+        triple = inner.startswith("{")
+        if triple and template.startswith("}", pos):
+            pos += 1
+        text = template[start:pos]
+        sigil, name = inner[:1], inner[1:].strip() if inner[:1] in "#^/>!&{" else inner.strip()
+        if sigil == "!":
+            continue
+        if triple and not text.endswith("}}}"):
+            return _at(template, start, f"'{text}' is missing its third closing brace")
+        if sigil == ">":
+            return _at(template, start, f"partials ({text}) are not supported")
+        if not name:
+            return _at(template, start, f"'{text}' is an empty tag")
+        if sigil in ("#", "^"):
+            stack.append((name, text, start))
+        elif sigil == "/":
+            if not stack:
+                return _at(template, start, f"'{text}' closes a section that was never opened")
+            opened, opened_text, _ = stack.pop()
+            if name != opened:
+                return _at(
+                    template,
+                    start,
+                    f"'{text}' closes a section, but the open one is '{opened_text}'",
+                )
+    if stack:
+        name, text, start = stack[-1]
+        return _at(template, start, f"the section '{text}' is never closed with '{{{{/{name}}}}}'")
+    return None
+
+
+def _at(template: str, offset: int, message: str) -> TemplateSyntaxError:
+    line = template.count("\n", 0, offset) + 1
+    return TemplateSyntaxError(message, line, offset - template.rfind("\n", 0, offset))
+
+
+def _snippet(template: str, start: int) -> str:
+    text = template[start:].split("\n", 1)[0]
+    return text if len(text) <= 20 else text[:17] + "..."
 
 
 def check_syntax(template: str) -> None:

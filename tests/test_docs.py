@@ -16,15 +16,7 @@ FORMAT_DOC = REPO / "docs" / "format.md"
 
 # Files that still cite the format by its old name; they are being rewritten elsewhere, and each
 # must cite docs/format.md once that lands. Remove a file from this list when it is fixed.
-OLD_CITATIONS_PENDING = {
-    "orchestrator/actors/command.py",
-    "orchestrator/linter.py",
-    "orchestrator/spec/contract.py",
-    "orchestrator/spec/loader.py",
-    "orchestrator/spec/models.py",
-    "orchestrator/tools/__init__.py",
-    "orchestrator/tools/search.py",
-}
+OLD_CITATIONS_PENDING: set[str] = set()
 
 
 def slug(heading: str) -> str:

@@ -143,6 +143,7 @@ def test_every_code_has_a_severity() -> None:
         "unused-role",
         "optional-var",
         "html-escape",
+        "unknown-schema-keyword",
     }
 
 
@@ -728,12 +729,12 @@ def test_a_role_file_that_extends_another_is_resolved_like_in_a_graph(tmp_path: 
 def test_a_linter_bug_becomes_an_internal_error_and_other_checks_still_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import orchestrator.linter as lint_module
+    import orchestrator.linter.templates as template_pass
 
     def broken(template: str) -> list[object]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(lint_module, "variables", broken)
+    monkeypatch.setattr(template_pass, "variables", broken)
     found = problems_of(tmp_path, graph_text(), name="other")
     assert "internal-error" in codes(found)
     assert "name-mismatch" in codes(found)

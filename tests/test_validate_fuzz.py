@@ -3,7 +3,9 @@
 Hypothesis mutates valid graph files (deletes keys, changes types, renames statuses, corrupts
 templates, inserts random YAML) and writes random text and bytes, then runs the real command.
 Every run must end with parseable output, an exit code that matches the problems it printed, and
-no internal-error; every mutation known to break a graph must be reported.
+no internal-error; every mutation known to break a graph must be reported. Hostile files (alias
+bombs, deep nesting, huge numbers, hostile regular expressions, deeply nested schemas) run in a
+process of their own with a timeout and a memory cap.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.cli import cli
@@ -414,3 +416,229 @@ def test_the_schema_fast_path_agrees_with_the_metaschema(schema: Any) -> None:
         assert valid
     except SchemaProblem:
         assert not valid
+
+
+# --------------------------------------------------------------------------- hostile input
+#
+# Files built to exhaust the loader or the linter: alias bombs, deep nesting, huge numbers and
+# hostile regular expressions. Each runs the real command in its own process, with a timeout
+# and a cap on its address space, so a hang, a runaway allocation or a crash of the interpreter
+# fails the example instead of the test run.
+
+MEMORY_CAP = 2 << 30  # bytes of address space for one `validate` process
+TIME_CAP = 60  # seconds: a hang guard, not a benchmark (a run takes well under a second)
+HOSTILE = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def _cap_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def validate_bounded(path: Path) -> tuple[int, list[dict[str, Any]]]:
+    """`orchestrator validate PATH --format json` in a capped process; checked like `validate`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "validate", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=TIME_CAP,
+        preexec_fn=_cap_memory,
+    )
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode in (0, 1, 2), (done.returncode, done.stderr[-2000:])
+    problems: list[dict[str, Any]] = json.loads(done.stdout)["problems"]
+    codes = {p["code"] for p in problems}
+    assert "internal-error" not in codes, problems
+    errors = any(p["severity"] == "error" for p in problems)
+    assert done.returncode == (2 if "unreadable" in codes else 1 if errors else 0)
+    assert all(p["line"] >= 1 and p["column"] >= 1 for p in problems)
+    return done.returncode, problems
+
+
+def _alias_bomb(levels: int, width: int, form: str) -> str:
+    """Anchors each naming `width` aliases of the one before, as lists or as merged mappings."""
+    if form == "merge":
+        lines = ["x-a0: &a0 {" + ", ".join(f"k{i}: v" for i in range(width)) + "}"]
+        for n in range(1, levels + 1):
+            aliases = ", ".join([f"*a{n - 1}"] * width)
+            lines.append(f"x-a{n}: &a{n} {{<<: [{aliases}], k{n}x: v}}")
+    else:
+        lines = ["x-a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
+        for n in range(1, levels + 1):
+            if form == "flow":
+                lines.append(f"x-a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * width) + "]")
+            else:
+                lines.append(f"x-a{n}: &a{n}\n" + "".join(f"  - *a{n - 1}\n" for _ in range(width)))
+    return "\n".join(lines) + "\n"
+
+
+@HOSTILE
+@example(levels=9, width=9, form="flow", used=False)  # the "billion laughs"
+@example(levels=8, width=9, form="merge", used=True)
+@given(
+    levels=st.integers(1, 14),
+    width=st.integers(2, 12),
+    form=st.sampled_from(["flow", "block", "merge"]),
+    used=st.booleans(),
+)
+def test_alias_bombs_are_refused_quickly(
+    folder: Path, levels: int, width: int, form: str, used: bool
+) -> None:
+    text = SMALL.replace("name: fuzz\n", "name: fuzz\n" + _alias_bomb(levels, width, form))
+    if used:  # the bomb as a role's frontmatter description, inside the graph proper
+        text = text.replace("description: plans\n", f"description: plans\n    x: *a{levels}\n")
+    path = folder / "bomb.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, problems = validate_bounded(path)
+    expanded = sum(width**n for n in range(1, levels + 1)) * (2 if used else 1)
+    if expanded > 200_000:  # far past the 50,000 values aliases may expand to
+        assert code == 1
+        assert [p["code"] for p in problems] == ["yaml-limit"]
+
+
+def _block(n: int, line: str) -> str:
+    # indentation grows with depth, so the text grows with its square: 3,000 levels is 4.5 MB
+    return "\n" + "".join(" " * i + line + "\n" for i in range(1, min(n, 3000) + 1))
+
+
+NESTING = {
+    "flow-sequence": lambda n: "[" * n + "]" * n,
+    "flow-mapping": lambda n: "{a: " * n + "1" + "}" * n,
+    "compact-sequence": lambda n: "\n  " + "- " * n + "x",
+    "block-mapping": lambda n: _block(n, "a:"),
+    "block-sequence": lambda n: _block(n, "-"),
+}
+
+
+@HOSTILE
+@example(depth=100_000, kind="flow-sequence")  # overflowed libyaml's C stack
+@given(depth=st.integers(150, 60_000), kind=st.sampled_from(sorted(NESTING)))
+def test_deep_nesting_is_refused_without_a_crash(folder: Path, depth: int, kind: str) -> None:
+    path = folder / "deep.yaml"
+    path.write_text("name: deep\ndescription: d\nroles: " + NESTING[kind](depth) + "\n", "utf-8")
+    code, problems = validate_bounded(path)
+    assert code == 1
+    if depth > 210:
+        assert "yaml-limit" in {p["code"] for p in problems}
+
+
+NUMBERS = st.one_of(
+    st.integers(1, 6000).map(lambda n: "9" * n),
+    st.integers(1, 6000).map(lambda n: "-" + "1" * n),
+    st.integers(1, 3000).map(lambda n: "0x" + "f" * n),
+    st.sampled_from(["1e400", "-1e400", "1e-400", ".inf", "-.inf", ".nan", "1_000_000", "0o777"]),
+    st.integers(300, 5000).map(lambda n: f"1.{'0' * n}1e308"),
+)
+NUMBER_PLACES = [
+    ("limits", "max_steps"),
+    ("limits", "max_cost_usd"),
+    ("defaults", "max_tokens"),
+    ("roles", "planner", "temperature"),
+    ("roles", "planner", "max_repairs"),
+    ("roles", "doer", "frontmatter", "properties", "result", "maxItems"),
+    ("roles", "doer", "frontmatter", "properties", "result", "items"),
+    ("roles", "doer", "frontmatter", "multipleOf"),
+    ("roles", "doer", "frontmatter", "properties", "n"),
+    ("inputs", "properties", "issue", "maxLength"),
+    ("inputs", "properties", "issue", "enum"),
+    ("inputs", "properties", "issue", "const"),
+    ("version",),
+]
+
+
+def _with_placeholder(path: tuple[str, ...], raw: str) -> str:
+    """SMALL with `raw` (YAML text, not a quoted string) at `path`."""
+    data = yaml.safe_load(SMALL)
+    node = data
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = "__VALUE__"
+    text = yaml.safe_dump(data, sort_keys=False, width=1000)
+    return text.replace("__VALUE__", raw)
+
+
+@HOSTILE
+@example(place=("limits", "max_steps"), number="9" * 5000, as_list=False)  # past int()'s limit
+@example(place=("roles", "doer", "frontmatter", "multipleOf"), number="1e-400", as_list=False)
+@given(place=st.sampled_from(NUMBER_PLACES), number=NUMBERS, as_list=st.booleans())
+def test_huge_numbers_anywhere_are_reported_not_crashed_on(
+    folder: Path, place: tuple[str, ...], number: str, as_list: bool
+) -> None:
+    path = folder / "fuzz.yaml"
+    path.write_text(_with_placeholder(place, f"[{number}]" if as_list else number), "utf-8")
+    validate_bounded(path)
+
+
+HOSTILE_PATTERNS = st.one_of(
+    st.sampled_from(
+        [
+            "(a+)+$",
+            "(a|a)*b",
+            "(.*a){20}",
+            "a{99999999999}",
+            "a{1000}{1000}{1000}",
+            "(?<=a+)b",
+            "\\p{L}",
+            "[",
+            "\\",
+            "(?P<n>a)(?P=n)",
+        ]
+    ),
+    st.integers(1, 20_000).map(lambda n: "(" * n + ")" * n),
+    st.integers(1, 5000).map(lambda n: "(?:" * n + "a" + ")*" * n),
+    st.integers(1, 50_000).map(lambda n: "a|" * n + "b"),
+    st.text(alphabet="()[]{}*+?|\\^$.a0123456789,:<=!P", max_size=60),
+)
+
+
+@HOSTILE
+@example(pattern="a{99999999999}", place="pattern")  # re.compile raised OverflowError
+@example(pattern="(" * 5000 + ")" * 5000, place="key")  # and RecursionError
+@example(pattern="(a+)+$", place="inputs")
+@given(pattern=HOSTILE_PATTERNS, place=st.sampled_from(["pattern", "key", "inputs"]))
+def test_hostile_regular_expressions_are_reported_not_crashed_on(
+    folder: Path, pattern: str, place: str
+) -> None:
+    quoted = json.dumps(pattern)  # a JSON string is a YAML double-quoted scalar
+    if place == "pattern":
+        path_, raw = ("roles", "doer", "frontmatter", "properties", "s"), f"{{pattern: {quoted}}}"
+    elif place == "key":
+        path_, raw = ("roles", "doer", "frontmatter", "patternProperties"), f"{{{quoted}: {{}}}}"
+    else:
+        path_, raw = ("inputs", "properties", "issue", "pattern"), quoted
+    path = folder / "regex.yaml"
+    path.write_text(_with_placeholder(path_, raw), "utf-8")
+    validate_bounded(path)
+
+
+@HOSTILE
+@example(depth=195, keyword="items", place="frontmatter")  # jsonschema raised RecursionError
+@given(
+    depth=st.integers(20, 195),
+    keyword=st.sampled_from(["items", "not", "properties", "oneOf"]),
+    place=st.sampled_from(["frontmatter", "inputs"]),
+)
+def test_deeply_nested_schemas_are_reported_not_crashed_on(
+    folder: Path, depth: int, keyword: str, place: str
+) -> None:
+    schema = "{type: string}"
+    levels = depth // 2 if keyword in ("properties", "oneOf") else depth  # two YAML levels each
+    for _ in range(levels):
+        schema = {
+            "items": "{{items: {0}}}",
+            "not": "{{not: {0}}}",
+            "properties": "{{properties: {{a: {0}}}}}",
+            "oneOf": "{{oneOf: [{0}]}}",
+        }[keyword].format(schema)
+    if place == "frontmatter":
+        where, raw = ("roles", "doer", "frontmatter", "properties", "result"), schema
+    else:
+        where, raw = ("inputs", "properties", "issue"), schema
+    path = folder / "schema.yaml"
+    path.write_text(_with_placeholder(where, raw), "utf-8")
+    validate_bounded(path)

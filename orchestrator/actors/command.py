@@ -1,4 +1,4 @@
-"""The `command` actor: an external agent process plays the role (FORMAT 3).
+"""The `command` actor: an external agent process plays the role (docs/format.md section 3).
 
 The process gets the whole prompt on stdin (the role's system prompt, the visit message and,
 when repairing, its rejected reply and the errors) and writes its reply on stdout. It runs in the

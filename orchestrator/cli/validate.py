@@ -12,6 +12,7 @@ or nothing to check.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,12 +72,26 @@ def run_validate(paths: list[Path]) -> tuple[list[Problem], int]:
             problems.append(_nothing(f"no graph or role files found in {path}", path))
         files.extend(found)
     seen: set[Path] = set()
+    borrowed: list[Problem] = []  # problems a file's check found in another file
     for file, kind in files:
         if file.absolute() in seen:
             continue
         seen.add(file.absolute())
-        problems.extend(check_file(file, kind))
+        here = os.path.realpath(file)
+        for problem in check_file(file, kind):
+            (problems if os.path.realpath(problem.file) == here else borrowed).append(problem)
+    # A library role's own problem is found again by every graph that extends it, under the
+    # path the graph found it by: report it once, as the role file's own check (if it ran) has.
+    places = {_place(p) for p in problems}
+    for problem in borrowed:
+        if _place(problem) not in places:
+            places.add(_place(problem))
+            problems.append(problem)
     return sorted(set(problems)), len(seen)
+
+
+def _place(problem: Problem) -> tuple[str, int, int, str]:
+    return (os.path.realpath(problem.file), problem.line, problem.column, problem.code)
 
 
 def check_file(path: Path, kind: str) -> list[Problem]:

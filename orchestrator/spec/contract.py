@@ -1,6 +1,6 @@
 """A role's output contract: which statuses it can emit and, per status, which fields.
 
-FORMAT 4 allows three schema shapes:
+docs/format.md section 4 allows three schema shapes:
 1. `oneOf` (or `anyOf`) variants, each with `properties.$status.const` (or a one-value enum);
 2. a flat object whose `$status` has a `const` or an `enum`;
 3. no `$status` at all: a single-exit role, routed by the graph key `_`.
@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from .metaschema import SchemaProblem, check_schema
-from .models import SINGLE_EXIT, SUSPEND
+from .reserved import SINGLE_EXIT, SUSPEND
 
 STATUS_KEY = "$status"
 

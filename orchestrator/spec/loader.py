@@ -1,4 +1,4 @@
-"""Loading graph files and role libraries (FORMAT.md section 1), keeping source positions.
+"""Loading graph files and role libraries (docs/format.md section 1), keeping source positions.
 
 `load_graph` returns a `Graph` or raises `GraphError` with every structural problem found (YAML
 syntax, unknown keys with did-you-mean hints, missing fields, wrong types, unknown `extends`),
@@ -17,11 +17,12 @@ import frontmatter as _frontmatter
 from pydantic import BaseModel, ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
-from .models import TOOL_SETS, Graph, Role
+from .models import TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, Role
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
 GRAPH_SUFFIXES = (".yaml", ".yml")
 ROLE_SUFFIXES = (".yaml", ".yml", ".md")
+MAX_FILE_BYTES = 10_000_000  # graph and role files are a few kilobytes
 
 
 def _data_package_dir(package: str) -> Path:
@@ -76,6 +77,14 @@ def _fail(
 
 def _read_text(path: Path) -> str:
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:  # refused before it is read: parsing it would take minutes
+            raise _fail(
+                str(path),
+                "yaml-limit",
+                f"the file has {size:,} bytes, more than the {MAX_FILE_BYTES:,} it may have",
+                "graph and role files are a few kilobytes; check that this is the file you meant",
+            )
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _fail(str(path), "unreadable", f"{path} is not UTF-8 text ({exc.reason})") from None
@@ -126,18 +135,34 @@ def parse_role_file(path: Path) -> RoleSource:
 
 
 def _parse_shifted(path: Path, text: str, line_offset: int) -> tuple[Any, SourceMap]:
+    """Parse YAML that starts `line_offset` lines into the file (a .md role's frontmatter)."""
     try:
-        data, smap = load_yaml(text, str(path))
+        # Blank lines in front make every position, even inside parser messages, a file line.
+        data, smap = load_yaml("\n" * line_offset + text, str(path))
     except YamlSyntaxError as exc:
-        message = f"YAML syntax: {exc.message}"
+        message = f"YAML syntax: {exc.message}" if exc.code == "yaml-syntax" else exc.message
         raise _fail(
-            str(path), "yaml-syntax", message, line=exc.line + line_offset, column=exc.column
+            str(path), exc.code, message, exc.hint, line=exc.line, column=exc.column
         ) from None
-    if not line_offset:
-        return data, smap
-    smap.values = {k: (ln + line_offset, c) for k, (ln, c) in smap.values.items()}
-    smap.keys = {k: (ln + line_offset, c) for k, (ln, c) in smap.keys.items()}
+    if smap.duplicates:
+        raise GraphError([_duplicate(str(path), *d) for d in smap.duplicates])
     return data, smap
+
+
+def _duplicate(
+    file: str, path: tuple[str | int, ...], first: tuple[int, int], again: tuple[int, int]
+) -> Problem:
+    """A key written twice in one mapping: only one value would count, silently."""
+    owner = ".".join(str(p) for p in path[:-1]) or "the top level"
+    return Problem(
+        file,
+        again[0],
+        again[1],
+        "duplicate-key",
+        "error",
+        f"duplicate key '{path[-1]}' in {owner}: first on line {first[0]}, again on line {again[0]}",
+        "keep one of them (YAML would silently use only the last)",
+    )
 
 
 def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[Path]:
@@ -156,11 +181,16 @@ def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[P
 
 
 def find_library_role(name: str, dirs: list[Path]) -> Path | None:
+    """The library role file for `name`; relative to the working folder when inside it, so that
+    problems name it as `validate roles/` does."""
     for folder in dirs:
         for suffix in ROLE_SUFFIXES:
             candidate = folder / f"{name}{suffix}"
             if candidate.is_file():
-                return candidate
+                try:
+                    return candidate.relative_to(Path.cwd())
+                except (ValueError, OSError):  # outside the working folder, or it is gone
+                    return candidate
     return None
 
 
@@ -198,28 +228,29 @@ def _is_tag(part: Any) -> bool:
 
 def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
     """Field names of the model that holds `path` (for did-you-mean)."""
-    from . import models as m
-
     if not path:
         return list(model.model_fields)
     head = path[0]
     if head in ("roles",) and len(path) >= 2:
-        return list(m.Role.model_fields) if len(path) <= 3 else []
+        return list(Role.model_fields) if len(path) <= 3 else []
     if head == "graph" and len(path) >= 3:
-        return list(m.Edge.model_fields)
+        return list(Edge.model_fields)
     if head == "defaults":
-        return list(m.Defaults.model_fields)
+        return list(Defaults.model_fields)
     if head == "limits":
-        return list(m.Limits.model_fields)
+        return list(Limits.model_fields)
     if head == "actor" or (len(path) >= 3 and path[2] == "actor"):
-        return list(m.CommandActor.model_fields)
+        return list(CommandActor.model_fields)
     return list(model.model_fields)
 
 
 def problems_from_validation(
-    exc: ValidationError, data: Any, locate: Any, model: type[BaseModel]
+    exc: ValidationError, data: Any, locate: Any, model: type[BaseModel], role: str = ""
 ) -> list[Problem]:
-    """Turn pydantic errors into problems; `locate(path, key)` gives (file, line, col)."""
+    """Turn pydantic errors into problems; `locate(path, key)` gives (file, line, col).
+
+    `role`: the role's name when `model` is `Role` (a role file checked on its own).
+    """
     problems: dict[tuple[str | int, ...], Problem] = {}
     for err in exc.errors():
         path = _strip_union_tags(tuple(err["loc"]), data)
@@ -244,9 +275,11 @@ def problems_from_validation(
                 "error",
                 f"{owner} is missing required field '{path[-1]}'",
             )
-        elif len(path) == 4 and path[0] == "roles" and path[2] == "tools":
+        elif _tool_at(path, model):
             file, line, col = locate(path, False)
-            value = data["roles"][path[1]]["tools"][path[3]]
+            value = data
+            for part in path:
+                value = value[part]
             hint = did_you_mean(str(value), TOOL_SETS) or f"tool sets: {', '.join(TOOL_SETS)}"
             problem = Problem(
                 file,
@@ -254,7 +287,7 @@ def problems_from_validation(
                 col,
                 "unknown-tool",
                 "error",
-                f"role '{path[1]}' asks for unknown tool set '{value}'",
+                f"role '{path[1] if model is Graph else role}' asks for unknown tool set '{value}'",
                 hint,
             )
         elif len(path) >= 3 and path[0] == "roles" and path[2] == "actor" and len(path) == 3:
@@ -273,6 +306,12 @@ def problems_from_validation(
         # union members each report; keep the first problem per path
         problems.setdefault(path + (problem.code,), problem)
     return list(problems.values())
+
+
+def _tool_at(path: tuple[str | int, ...], model: type[BaseModel]) -> bool:
+    """Is `path` one entry of a role's `tools:` (in a graph, or in a role file)?"""
+    where = path[2:] if model is Graph and len(path) == 4 and path[0] == "roles" else path
+    return len(where) == 2 and where[0] == "tools" and isinstance(where[1], int)
 
 
 def _message(err: Any) -> str:
@@ -301,34 +340,30 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
         raise _fail(file, "bad-type", message)
     data = {k: v for k, v in data.items() if not str(k).startswith("x-")}
     problems: list[Problem] = []
-    # Fields from library roles point into their own files.
-    origins: dict[tuple[str, str], tuple[SourceMap, tuple[str | int, ...]]] = {}
+    broken: set[str] = set()  # roles whose library role could not be found or read
     roles = data.get("roles")
     if isinstance(roles, dict):
         dirs = role_search_dirs(path)
         merged: dict[str, Any] = {}
         for name, raw in roles.items():
             if isinstance(raw, dict) and isinstance(raw.get("extends"), str):
+                before = len(problems)
                 try:
-                    raw = _apply_extends(name, raw, dirs, smap, origins, problems)
+                    raw = _apply_extends(name, raw, dirs, smap, problems)
                 except GraphError as err:
                     problems.extend(err.problems)
+                if len(problems) > before:
+                    broken.add(name)
             merged[name] = raw
         data = {**data, "roles": merged}
 
     def locate(p: tuple[str | int, ...], key: bool) -> tuple[str, int, int]:
-        if len(p) >= 3 and p[0] == "roles" and (str(p[1]), str(p[2])) in origins:
-            lib_map, prefix = origins[(str(p[1]), str(p[2]))]
-            line, col = lib_map.at(prefix + tuple(p[2:]), key=key)
-            return lib_map.file, line, col
-        line, col = smap.at(p, key=key)
-        return file, line, col
+        return smap.where(p, key=key)
 
     try:
         graph = Graph.model_validate(data)
     except ValidationError as exc:
         # A role whose `extends` failed lacks its library fields; don't also report those.
-        broken = {p.message.split("'")[1] for p in problems if p.code == "unknown-extends"}
         problems.extend(
             p
             for p in problems_from_validation(exc, data, locate, Graph)
@@ -349,10 +384,13 @@ def _apply_extends(
     raw: dict[str, Any],
     dirs: list[Path],
     smap: SourceMap,
-    origins: dict[tuple[str, str], tuple[SourceMap, tuple[str | int, ...]]],
     problems: list[Problem],
 ) -> dict[str, Any]:
-    """Merge a role over its library role (and that role's own `extends`, if any)."""
+    """Merge a role over its library role (and that role's own `extends`, if any).
+
+    The fields that come from a library file are recorded in `smap.borrowed`, so that their
+    problems point into that file.
+    """
     chain: list[str] = []
     current = raw
     layers: list[RoleSource] = []
@@ -397,9 +435,9 @@ def _apply_extends(
     for layer in reversed(layers):
         for key, value in layer.data.items():
             merged[key] = value
-            origins[(name, key)] = (layer.smap, layer.path_prefix)
+            smap.borrowed[("roles", name, key)] = (layer.smap, (*layer.path_prefix, key))
     for key in raw:
-        origins.pop((name, key), None)
+        smap.borrowed.pop(("roles", name, key), None)
     merged.update(raw)
     return merged
 
@@ -416,7 +454,7 @@ def load_role(path: Path) -> Role:
     try:
         role = Role.model_validate(data)
     except ValidationError as exc:
-        problems = problems_from_validation(exc, data, locate, Role)
+        problems = problems_from_validation(exc, data, locate, Role, path.stem)
         fixed = [
             Problem(
                 p.file,

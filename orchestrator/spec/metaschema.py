@@ -6,13 +6,16 @@ every schema in a graph uses a handful of keywords with plain values (`type`, `p
 `required`, `enum`, `oneOf`, ...), so `_surely_valid` recognises those by hand; anything else
 (another keyword, `$schema`, `$ref`, `pattern`, a value it does not vouch for) goes to the full
 metaschema check. The fast path only ever says "valid"; every error comes from jsonschema, so
-messages and paths are the same as before. A property test checks that the fast path never vouches
-for a schema the metaschema rejects.
+messages and paths are the same as before. Where jsonschema itself fails (a `pattern` that re
+cannot compile at all, such as a{99999999999} or thousands of nested groups, or a schema too
+deep to check), that is a `SchemaProblem` too, not an exception. A property test checks that
+the fast path never vouches for a schema the metaschema rejects.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +47,51 @@ def check_schema(schema: Any) -> None:
         validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as exc:
         raise SchemaProblem(exc.message, tuple(exc.path)) from None
+    except RecursionError:  # jsonschema recurses per level, the regex compiler per group
+        raise _bad_pattern(schema) or SchemaProblem(
+            "the schema nests too deep to be checked", ()
+        ) from None
+    except OverflowError:  # re.compile on a repetition such as a{99999999999}
+        raise _bad_pattern(schema) or SchemaProblem(
+            "a number in the schema is too large", ()
+        ) from None
+
+
+def _bad_pattern(schema: Any) -> SchemaProblem | None:
+    """The first `pattern` (or `patternProperties` name) Python's re cannot compile at all.
+
+    jsonschema checks patterns with `re.compile` and expects only `re.error`; a repetition
+    count past re's limit raises OverflowError and thousands of nested groups RecursionError.
+    """
+    todo: list[tuple[tuple[Any, ...], Any]] = [((), schema)]
+    while todo:
+        path, node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(((*path, i), v) for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        patterns = [(("pattern",), node.get("pattern"))]
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += [(("patternProperties",), k) for k in node["patternProperties"]]
+        for where, pattern in patterns:
+            if isinstance(pattern, str) and (reason := _uncompilable(pattern)):
+                shown = pattern if len(pattern) <= 40 else pattern[:37] + "..."
+                return SchemaProblem(
+                    f"{shown!r} is not a regex Python can use: {reason}", (*path, *where)
+                )
+        todo.extend(((*path, k), v) for k, v in node.items())
+    return None
+
+
+def _uncompilable(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except RecursionError:
+        return "it nests too deep"
+    except (OverflowError, re.error) as exc:
+        return str(exc)
+    return ""
 
 
 def _printable(n: int) -> bool:
@@ -57,23 +105,27 @@ def _printable(n: int) -> bool:
     return True
 
 
-def _check_numbers(node: Any, path: tuple[Any, ...]) -> None:
+def _check_numbers(schema: Any, root: tuple[Any, ...]) -> None:
     """Refuse numbers Python cannot print (every error message showing one would crash, the
-    metaschema check's included) and a `multipleOf` no number can be a multiple of."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            _check_numbers(value, (*path, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            _check_numbers(value, (*path, i))
-    elif isinstance(node, int) and not isinstance(node, bool) and not _printable(node):
-        digits = math.floor(math.log10(abs(node))) + 1
-        limit = sys.get_int_max_str_digits()
-        raise SchemaProblem(
-            f"{_where(path)} is a number of {digits} digits; at most {limit} can be used", path
-        )
-    elif isinstance(node, float) and path[-1:] == ("multipleOf",) and not math.isfinite(node):
-        raise SchemaProblem(f"{_where(path)} must be a finite number, not {node}", path)
+    metaschema check's included) and a `multipleOf` no number can be a multiple of.
+
+    A walk with a list, not recursion: a schema nested thousands deep is reported, not a crash.
+    """
+    todo: list[tuple[tuple[Any, ...], Any]] = [(root, schema)]
+    while todo:
+        path, node = todo.pop()
+        if isinstance(node, dict):
+            todo.extend(((*path, key), value) for key, value in node.items())
+        elif isinstance(node, list):
+            todo.extend(((*path, i), value) for i, value in enumerate(node))
+        elif isinstance(node, int) and not isinstance(node, bool) and not _printable(node):
+            digits = math.floor(math.log10(abs(node))) + 1
+            limit = sys.get_int_max_str_digits()
+            raise SchemaProblem(
+                f"{_where(path)} is a number of {digits} digits; at most {limit} can be used", path
+            )
+        elif isinstance(node, float) and path[-1:] == ("multipleOf",) and not math.isfinite(node):
+            raise SchemaProblem(f"{_where(path)} must be a finite number, not {node}", path)
 
 
 def _where(path: tuple[Any, ...]) -> str:

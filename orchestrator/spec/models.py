@@ -1,4 +1,4 @@
-"""The graph file format as pydantic models (FORMAT.md sections 2, 3 and 5).
+"""The graph file format as pydantic models (docs/format.md sections 2, 3 and 5).
 
 The loader validates raw YAML against these models and turns pydantic's errors into problems
 with file positions; `orchestrator schema` prints their JSON Schema for editors.
@@ -13,15 +13,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from .contract import Contract, derive_contract
+
+# The reserved names, importable from here as they always were.
+from .reserved import END as END
+from .reserved import RESUME as RESUME
+from .reserved import SINGLE_EXIT as SINGLE_EXIT
+from .reserved import START as START
+from .reserved import SUSPEND as SUSPEND
+
 if TYPE_CHECKING:
-    from .contract import Contract
     from .yamlpos import SourceMap
 
-START = "$START"
-END = "$END"
-SUSPEND = "$SUSPEND"
-SINGLE_EXIT = "_"
-RESUME = "resume"
 TOOL_SETS = ("read", "edit", "shell")
 
 
@@ -84,8 +87,6 @@ class Role(_Frozen):
 
     @cached_property
     def contract(self) -> Contract:
-        from .contract import derive_contract
-
         return derive_contract(self.frontmatter)
 
 
@@ -138,7 +139,7 @@ class Graph(_Frozen):
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        """The declared inputs, or the implicit single `task` input (FORMAT 4)."""
+        """The declared inputs, or the implicit single `task` input (docs/format.md section 4)."""
         return self.inputs if self.inputs is not None else IMPLICIT_INPUTS
 
     @cached_property
@@ -155,8 +156,8 @@ class Graph(_Frozen):
         return self.graph.get(source, {}).get(status)
 
     def position(self, *path: str | int, key: bool = False) -> tuple[str, int, int]:
-        """(file, line, column) of a path in the graph file."""
+        """(file, line, column) of a path: in the graph file, or in the library role file that
+        a role's field comes from."""
         if self._source is None:
             return (self._path or "<graph>", 1, 1)
-        line, col = self._source.at(path, key=key)
-        return (self._source.file, line, col)
+        return self._source.where(path, key=key)

@@ -1,4 +1,4 @@
-"""Workspace-confined tools for roles' `tools:` (FORMAT.md section 3).
+"""Workspace-confined tools for roles' `tools:` (docs/format.md section 3).
 
 A role's tool sets map to Anthropic's client tools: `read` and `edit` to the text editor tool
 (`str_replace_based_edit_tool`, plus a small `search_files` tool for `read`), `shell` to the bash

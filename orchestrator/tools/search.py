@@ -1,4 +1,4 @@
-"""`search_files`: the "search files" part of the `read` tool set (FORMAT.md section 3).
+"""`search_files`: the "search files" part of the `read` tool set (docs/format.md section 3).
 
 The text editor tool can view and list but not search, and a read-only role has no shell to run
 grep, so roles with `read` or `edit` also get this small custom tool: a regular expression

@@ -1,0 +1,45 @@
+"""`lint(graph)`: the passes over one loaded graph, each isolated from the others' failures.
+
+The loader already rejects what pydantic can see (YAML syntax, unknown keys, missing fields,
+wrong types, unknown `extends` and tools). The passes look at what only the whole graph shows,
+in order: names, schemas, shape (`$START`/`$END`, edges, status keys), flow (reachability, a way
+to `$END`) and templates. Each adds problems and never stops the others: a bug in one pass
+becomes an internal-error problem and the rest still report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..problems import Problem
+from ..spec.models import Graph
+from .codes import internal_error
+from .flow import check_reachability
+from .names import check_names
+from .schemas import check_schemas
+from .shape import check_edges, check_start_and_end
+from .templates import check_templates
+from .view import GraphView
+
+PASSES: tuple[Callable[[GraphView], None], ...] = (
+    check_names,
+    check_schemas,
+    check_start_and_end,
+    check_edges,
+    check_reachability,
+    check_templates,
+)
+
+
+def lint(graph: Graph) -> list[Problem]:
+    """Every problem found in a loaded graph, sorted by file, line and column."""
+    try:
+        view = GraphView(graph)
+    except Exception as exc:
+        return [internal_error(graph.position()[0], exc)]
+    for check in PASSES:
+        try:
+            check(view)
+        except Exception as exc:  # a linter bug must not hide the other passes' findings
+            view.internal_error(exc)
+    return sorted(set(view.problems))

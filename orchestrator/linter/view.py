@@ -1,0 +1,124 @@
+"""The linter's reading of one graph, shared by every pass: edges, statuses, positions, problems.
+
+Misspelled role names (an unknown name with one close match in `roles:`) are read as the role
+they resemble, so one typo gives one problem (from the shape pass), not a cascade from the
+passes that follow edges.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..problems import Problem, did_you_mean
+from ..spec.contract import Contract
+from ..spec.models import END, RESUME, SINGLE_EXIT, START, Edge, Graph
+from .codes import Where, internal_error, problem
+
+
+@dataclass(frozen=True)
+class ResolvedEdge:
+    """One edge of `graph:`, with its source and target read as roles (typos as their match)."""
+
+    source: str  # $START or a role (as written in graph:)
+    status: str
+    target: str  # as written in the edge
+    role_source: str | None  # the role the source resolves to (typos read as their match)
+    role_target: str | None  # the role or $END the target resolves to, None when unknown
+
+
+def contract_usable(contract: Contract) -> bool:
+    """Statuses can be trusted unless the schema itself is broken."""
+    return not any(
+        i.code in ("invalid-json-schema", "bad-status-schema", "bad-type") for i in contract.issues
+    )
+
+
+class GraphView:
+    """One graph as the passes see it; the passes add what they find to `problems`."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.problems: list[Problem] = []
+        self.roles = graph.roles
+        self.alias = self._aliases()
+        self.edges = list(self._edges())
+        self._file_lines: list[str] | None = None
+        self._statuses: dict[str, list[str] | None] = {}
+
+    # ----------------------------------------------------------------- reporting
+
+    def at(self, *path: str | int, key: bool = False) -> Where:
+        return self.graph.position(*path, key=key)
+
+    def report(self, where: Where, code: str, message: str, hint: str = "") -> None:
+        self.problems.append(problem(where, code, message, hint))
+
+    def internal_error(self, exc: BaseException) -> None:
+        self.problems.append(internal_error(self.at()[0], exc))
+
+    def file_lines(self) -> list[str]:
+        """The graph file's lines (for positions inside block-scalar prompts); [] if unknown."""
+        if self._file_lines is None:
+            self._file_lines = []
+            if self.graph.path is not None:
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    self._file_lines = Path(self.graph.path).read_text("utf-8-sig").split("\n")
+        return self._file_lines
+
+    # ----------------------------------------------------------------- names
+
+    def _aliases(self) -> dict[str, str]:
+        """Unknown role names (edge targets, graph keys) with one close match in roles:."""
+        names = {e.role for edges in self.graph.graph.values() for e in edges.values()}
+        names |= set(self.graph.graph)
+        alias: dict[str, str] = {}
+        for name in names - set(self.roles) - {START, END}:
+            hint = did_you_mean(name, list(self.roles))
+            if hint:
+                alias[name] = hint.split("'")[1]
+        return alias
+
+    def role_of(self, name: str) -> str | None:
+        if name in self.roles:
+            return name
+        return self.alias.get(name)
+
+    def _edges(self) -> list[ResolvedEdge]:
+        found = []
+        for source, edges in self.graph.graph.items():
+            for status, edge in edges.items():
+                target = END if edge.role == END else self.role_of(edge.role)
+                source_role = None if source == START else self.role_of(source)
+                found.append(ResolvedEdge(source, status, edge.role, source_role, target))
+        return found
+
+    # ----------------------------------------------------------------- statuses and edges
+
+    def statuses(self, role: str) -> list[str] | None:
+        """The statuses a role can reply, or None when its schema is broken."""
+        if role not in self._statuses:
+            contract = self.roles[role].contract
+            self._statuses[role] = contract.status_names if contract_usable(contract) else None
+        return self._statuses[role]
+
+    def entry(self, role: str) -> tuple[str, dict[str, Edge]] | None:
+        """The graph: key holding a role's edges (its own, or one misspelling of it)."""
+        if role in self.graph.graph:
+            return role, dict(self.graph.graph[role])
+        keys = [k for k in self.graph.graph if self.alias.get(k) == role]
+        return (keys[0], dict(self.graph.graph[keys[0]])) if len(keys) == 1 else None
+
+    def live(self, edge: ResolvedEdge) -> bool:
+        """Can this edge be taken at all (its source can emit its status)?"""
+        if edge.source == START:
+            return edge.status in (SINGLE_EXIT, RESUME)
+        if edge.role_source is None:
+            return False
+        statuses = self.statuses(edge.role_source)
+        return statuses is None or edge.status in statuses
+
+    def raw_edge(self, edge: ResolvedEdge) -> Edge:
+        """The edge as written in the graph."""
+        return self.graph.graph[edge.source][edge.status]
