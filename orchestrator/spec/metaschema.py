@@ -43,6 +43,8 @@ def check_schema(schema: Any) -> None:
     from jsonschema import Draft202012Validator, validators
     from jsonschema.exceptions import SchemaError
 
+    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
+        raise SchemaProblem("`$schema` must be the URI of a JSON Schema draft", ("$schema",))
     try:
         validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as exc:
