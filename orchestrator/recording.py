@@ -58,6 +58,8 @@ class Recording:
     inputs: dict[str, Any] = field(default_factory=dict)
     state: str | None = None  # the recorded thread's final state
     final: str | None = None
+    ending: str | None = None  # the ending the recorded thread reached (section 12)
+    recovery: str | None = None  # that ending's rendered `recovery`
     path: str | None = None  # the file it was loaded from
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +73,10 @@ class Recording:
             data["state"] = self.state
         if self.final is not None:
             data["final"] = self.final
+        if self.ending is not None:
+            data["ending"] = self.ending
+        if self.recovery is not None:
+            data["recovery"] = self.recovery
         data["steps"] = [
             {
                 "role": s.role,
@@ -126,6 +132,8 @@ def recording_from_events(events: list[Event]) -> Recording:
         inputs=dict(state.inputs),
         state=str(state.status),
         final=state.final,
+        ending=state.ending,
+        recovery=state.recovery,
     )
 
 
@@ -183,6 +191,8 @@ def parse_recording(data: Any, where: str = "<recording>") -> Recording:
         inputs=dict(inputs),
         state=data.get("state") if isinstance(data.get("state"), str) else None,
         final=data.get("final") if isinstance(data.get("final"), str) else None,
+        ending=data.get("ending") if isinstance(data.get("ending"), str) else None,
+        recovery=data.get("recovery") if isinstance(data.get("recovery"), str) else None,
         path=where,
     )
 

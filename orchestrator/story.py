@@ -101,8 +101,11 @@ def story_text(row: ThreadRow, events: list[StoredEvent]) -> str:
         for role, entry in sorted(book.items(), key=lambda kv: -kv[1]["cost_usd"]):
             lines.append(f"  {role:<20} {entry['steps']:>3} steps  {money(entry['cost_usd'])}")
     lines.append("")
-    if state.status == ThreadStatus.COMPLETED:
+    if state.ending is not None:
+        lines.append(f"ending: {state.ending}" + (" (failure)" if state.status == "failed" else ""))
         lines.append("final: " + (state.final or ""))
+        if state.recovery:
+            lines.append("recovery: " + state.recovery)
     elif state.status != ThreadStatus.RUNNING:
         lines.append(f"{state.status}: {state.reason}")
         if state.status == ThreadStatus.SUSPENDED:
@@ -122,6 +125,8 @@ def story_json(row: ThreadRow, events: list[StoredEvent]) -> dict[str, Any]:
         "graph_hash": row.graph_hash,
         "inputs": state.inputs,
         "final": state.final,
+        "ending": state.ending,
+        "recovery": state.recovery,
         "steps": [step_dict(s) for s in steps],
         "ledger": ledger(steps),
         "events": [{"seq": s.seq, "at": s.at, **s.event.to_dict()} for s in events],

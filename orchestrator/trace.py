@@ -19,6 +19,7 @@ class Trace:
     final: str | None
     reason: str | None
     store: EventStore = field(repr=False)
+    ending: str | None = None  # the ending reached, when the thread reached $END
 
     @property
     def statuses(self) -> list[str]:
@@ -34,4 +35,6 @@ def trace_from_store(store: EventStore, thread_id: str) -> Trace:
     view = thread_view([s.event for s in store.events(thread_id)])
     state = view.state
     steps = view.committed + [s for s in view.steps if not s.committed]
-    return Trace(thread_id, state.status, state.path, steps, state.final, state.reason, store)
+    return Trace(
+        thread_id, state.status, state.path, steps, state.final, state.reason, store, state.ending
+    )

@@ -70,7 +70,16 @@ def test_export_load_round_trip(loop: Graph, tmp_path: Path) -> None:
 
     data = yaml.safe_load(text)
     assert data["recording"] == RECORDING_VERSION == 1
-    assert list(data) == ["recording", "graph", "graph_hash", "inputs", "state", "final", "steps"]
+    assert list(data) == [
+        "recording",
+        "graph",
+        "graph_hash",
+        "inputs",
+        "state",
+        "final",
+        "ending",
+        "steps",
+    ]
     assert "output: |" in text  # replies stay readable as block scalars
     assert replay_recording(loop, loaded).same_route
 

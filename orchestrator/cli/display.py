@@ -77,5 +77,9 @@ def describe(event: Any, state: ThreadState) -> str:
             )
             return f"resumed{note}"
         case ThreadCompleted():
-            return f"completed in {len(state.steps)} steps, {money(state.cost_usd)}"
+            spent = f"{len(state.steps)} steps, {money(state.cost_usd)}"
+            if event.outcome == "failure":
+                return f"ended '{event.ending}' (a failure) after {spent}"
+            ending = "" if event.ending == "done" else f" ({event.ending})"
+            return f"completed{ending} in {spent}"
     return ""

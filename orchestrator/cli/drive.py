@@ -116,8 +116,12 @@ def report(result: ThreadResult, as_json: bool) -> int:
     tree = result.worktree
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
-    elif result.state == ThreadStatus.COMPLETED:
+    elif result.ending is not None:  # an ending: completed, or failed with a failure ending
         click.echo(result.final or "")
+        if result.state == ThreadStatus.FAILED:
+            click.echo(f"thread {result.thread_id} failed: {result.reason}", err=True)
+        if result.recovery:
+            click.echo(f"recovery: {result.recovery}", err=True)
         if tree is not None and "head" in tree:
             click.echo(branch_report(tree))
     else:

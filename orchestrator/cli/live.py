@@ -75,7 +75,9 @@ def back_edges(graph: Any) -> set[tuple[str, str]]:
 
     def walk(node: str) -> None:
         on_path.add(node)
-        for status, edge in graph.graph.get(node, {}).items():
+        for source, status, _, edge in graph.routes():
+            if source != node:
+                continue
             target = edge.role
             if target in on_path:
                 found.add((node, status))

@@ -1,12 +1,12 @@
-"""`orchestrator validate [PATH...] [--format text|json]`: check graph and role files.
+"""`orchestrator validate [PATH...] [--format text|json] [--strict]`: check graph and role files.
 
 Each PATH is a graph file, a role file (`roles/NAME.yaml` or `.md`) or a folder: `graphs/` holds
 graphs, `roles/` holds role files, and any other folder is searched for YAML files with a top-level
 `graph:` key (and for `graphs/` and `roles/` folders inside it). Without PATHs, `./graphs` and
 `./roles` are checked.
 
-Exit codes: 0 clean or warnings only, 1 any error, 2 a path that does not exist or cannot be read,
-or nothing to check.
+Exit codes: 0 clean or warnings only, 1 any error (or, with --strict, any warning: for CI), 2 a
+path that does not exist or cannot be read, or nothing to check.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ ROLE_KEY = re.compile(r"^frontmatter[ \t]*:", re.MULTILINE)
     show_default=True,
     help='text: one problem per line, compiler style; json: {"problems": [...]}.',
 )
-def validate(paths: tuple[Path, ...], fmt: str) -> None:
+@click.option("--strict", is_flag=True, help="Warnings fail too (exit 1): for CI.")
+def validate(paths: tuple[Path, ...], fmt: str, strict: bool) -> None:
     """Check graph and role files (default: ./graphs and ./roles)."""
     problems, checked = run_validate(list(paths))
     if fmt == "json":
@@ -47,7 +48,10 @@ def validate(paths: tuple[Path, ...], fmt: str) -> None:
         for problem in problems:
             click.echo(problem.format())
         click.echo(summary(problems, checked))
-    click.get_current_context().exit(exit_code(problems))
+    code = exit_code(problems)
+    if strict and code == 0 and problems:  # only warnings are left
+        code = 1
+    click.get_current_context().exit(code)
 
 
 def run_validate(paths: list[Path]) -> tuple[list[Problem], int]:

@@ -25,6 +25,14 @@ def _with_nulls(
     return data
 
 
+def _inputs(graph: Graph, state: ThreadState) -> dict[str, Any]:
+    """The thread's inputs; declared-but-absent ones are null, like optional fields."""
+    declared = graph.input_schema.get("properties")
+    inputs = dict.fromkeys(declared, None) if isinstance(declared, dict) else {}
+    inputs.update(state.inputs)
+    return inputs
+
+
 def template_context(graph: Graph, state: ThreadState, source: str, status: str) -> dict[str, Any]:
     """The names an edge prompt sees (docs/format.md section 6)."""
     steps_ctx: dict[str, Any] = {}
@@ -38,10 +46,8 @@ def template_context(graph: Graph, state: ThreadState, source: str, status: str)
         last = state.steps[-1]
         context.update(_with_nulls(graph, last.role, last.status, last.frontmatter))
         context["$body"] = last.body
-    declared = graph.input_schema.get("properties")
-    inputs = dict.fromkeys(declared, None) if isinstance(declared, dict) else {}
-    inputs.update(state.inputs)  # declared-but-absent inputs are null, like optional fields
-    context["$inputs"] = inputs
+        context["$status"] = status  # the status of the edge being taken
+    context["$inputs"] = _inputs(graph, state)
     context["$steps"] = steps_ctx
     context["$thread"] = {
         "id": state.thread_id,
@@ -49,6 +55,26 @@ def template_context(graph: Graph, state: ThreadState, source: str, status: str)
         "workspace": state.workspace,
     }
     return context
+
+
+def _output(graph: Graph, step: Step) -> dict[str, Any]:
+    """A step's output as a guard sees it: fields (declared ones null when absent), `status`."""
+    data = _with_nulls(graph, step.role, step.status, step.frontmatter)
+    data.pop("$status", None)
+    data["status"] = step.status
+    return data
+
+
+def guard_names(graph: Graph, state: ThreadState, source: str) -> dict[str, Any]:
+    """The names an edge guard sees (docs/format.md section 11)."""
+    last = state.steps[-1] if source != START and state.steps else None
+    return {
+        "output": _output(graph, last) if last is not None else {},
+        "inputs": _inputs(graph, state),
+        "steps": {role: _output(graph, step) for role, step in state.latest.items()},
+        "visits": {role: len(state.visits.get(role, [])) for role in graph.roles},
+        "thread": {"step": len(state.steps) + 1},
+    }
 
 
 HISTORY_LIMIT = 30  # steps shown to a role; prompting trims further to its size budget

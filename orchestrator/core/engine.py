@@ -30,20 +30,26 @@ apply: the states
                                    (same number, prompt re-rendered plus the message, repairs
                                    anew). From completed, $START.resume is taken next with the
                                    message as $inputs.message. After a limit, limits count anew.
-    A8 ThreadCompleted(final)   -> completed
+    A8 ThreadCompleted(final, ending, outcome)
+                                -> completed, or failed when the ending's outcome is failure;
+                                   either way resumable through $START.resume
     A9 ThreadFailed, ThreadCancelled -> failed, cancelled: ended for good
     Cost and tokens add up from AttemptRejected, StepCommitted and ThreadSuspended.
 
 decide: on a thread that is not running                                      D1 Idle
         a step in flight whose role the graph no longer has                  D2 Record(Suspended: graph)
         a step in flight                                                     D3 RunStep
-        otherwise the next edge: $START._ first, $START.resume after a resume from completed,
-        else graph[last role][last status]
+        otherwise the next edge: $START._ first, $START.resume after a resume from an ending,
+        else graph[last role][last status]; of a guarded list, the first edge whose CEL `when`
+        holds, else the last (the default)
           no such edge                                                       D4 Record(Suspended: graph)
+          a guard fails to evaluate (a null compared, a wrong type)          D4b Record(Suspended: guard)
           its prompt (or location) does not render                           D5 Record(Suspended: template)
           its location is not a folder inside the workspace (absolute, `..`,
           a NUL, too long)                                                   D5 Record(Suspended: graph)
-          it leads to $END                                                   D6 Record(Completed: prompt)
+          it leads to $END                                                   D6 Record(Completed: prompt,
+                                                                                 ending, outcome,
+                                                                                 rendered recovery)
           max_steps, max_visits or max_cost_usd reached                      D7 Record(Suspended: limit)
           else                                                               D8 Record(StepStarted)
     A committed step is never run again; a step in flight when a process died runs again.
@@ -56,6 +62,7 @@ judge: outcomes of a step (Replied, ActorFailed, NeedsPerson) for a step not in 
           $status: $SUSPEND                                                  J4 Suspended: role
           valid                                                              J5 StepCommitted
     ActorFailed(kind)                                                        J6 Suspended: kind
+    PreconditionFailed (the role's `requires:` did not hold)                 J6b Suspended: precondition
     NeedsPerson (a human role and no terminal)                               J7 HumanWaiting
     Answered (a person's answer from outside): refused unless the thread is waiting, refused
           with the errors when invalid (nothing recorded);                   J8 Refused
@@ -66,8 +73,8 @@ judge: outcomes of a step (Replied, ActorFailed, NeedsPerson) for a step not in 
           on a thread that is not running                                    J12 nothing
     CancelRequested: refused on an ended thread                              J13 Refused
           else                                                               J14 ThreadCancelled
-    ResumeRequested(message): refused when failed or cancelled, when waiting (answer it),
-          when completed and the graph has no $START.resume edge            J15 Refused
+    ResumeRequested(message): refused when cancelled, failed (but at an ending), waiting
+          (answer it), or at an ending with no $START.resume edge           J15 Refused
           running (its process died)                                         J16 ThreadResumed(interrupted)
           else                                                               J17 ThreadResumed
 """
@@ -77,8 +84,9 @@ from __future__ import annotations
 from ..extract import ExtractError, Output, extract_output
 from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph, Role
 from ..templates import TemplateEmptyError, TemplateSyntaxError, TemplateVarError, render_prompt
+from .checks import check_limits, location_problem
 from .commands import Command, Idle, Limits, Record, RunStep, limits_for
-from .context import template_context
+from .context import guard_names, template_context
 from .events import (
     AttemptRejected,
     Event,
@@ -94,6 +102,7 @@ from .events import (
     ThreadStatus,
     ThreadSuspended,
 )
+from .guards import GuardError, evaluate
 from .outcomes import (
     ActorFailed,
     Answered,
@@ -101,6 +110,7 @@ from .outcomes import (
     Interrupted,
     NeedsPerson,
     Outcome,
+    PreconditionFailed,
     Refused,
     Replied,
     ResumeRequested,
@@ -169,9 +179,9 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.reason = event.reason
             state.suspend_kind = event.kind
         case ThreadResumed():
-            if state.status == ThreadStatus.COMPLETED:
+            if state.ending is not None:  # from an ending, success or failure
                 state.resume_from_end = True
-                state.final = None
+                state.final = state.ending = state.recovery = None
                 if event.message is not None:
                     state.inputs = {**state.inputs, "message": event.message}
             elif event.message:
@@ -185,8 +195,12 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.reason = None
             state.suspend_kind = None
         case ThreadCompleted():
-            state.status = ThreadStatus.COMPLETED
+            failed = event.outcome == "failure"
+            state.status = ThreadStatus.FAILED if failed else ThreadStatus.COMPLETED
             state.final = event.final
+            state.ending = event.ending
+            state.recovery = event.recovery
+            state.reason = f"it reached the ending '{event.ending}' (a failure)" if failed else None
         case ThreadFailed():
             state.status = ThreadStatus.FAILED
             state.reason = event.error
@@ -225,14 +239,16 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
     limits = limits or limits_for(graph)
 
     source, status = _next_edge_key(state)
-    edge = graph.edge(source, status)
-    if edge is None:
-        return _missing_edge(graph, source, status)
+    chosen = _choose_edge(graph, state, source, status)
+    if isinstance(chosen, Record):
+        return chosen
+    option, edge = chosen
     context = template_context(graph, state, source, status)
     label = f"edge {source} --{status}--> {edge.role}"
     try:
         prompt = render_prompt(edge.prompt, context)
         location = render_prompt(edge.location, context) if edge.location else None
+        recovery = render_prompt(edge.recovery, context) if edge.recovery else None
     except TemplateVarError as exc:
         return _suspend(
             f"{label}: template variable '{exc.name}' resolves to nothing "
@@ -244,41 +260,50 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
     except TemplateSyntaxError as exc:
         return _suspend(f"{label}: template syntax error: {exc}", SuspendKind.TEMPLATE)
 
-    if location is not None and (problem := _location_problem(location)):
+    if location is not None and (problem := location_problem(location)):
         shown = location if len(location) <= 60 else location[:60] + "…"
         return _suspend(f"{label}: location {shown!r} {problem}", SuspendKind.GRAPH)
     if edge.role == END:
-        return Record(ThreadCompleted(prompt))
-    guard = _check_limits(state, edge, limits)
+        ending, outcome = edge.ending or "done", edge.outcome or "success"
+        return Record(ThreadCompleted(prompt, ending, outcome, recovery, option))
+    guard = check_limits(state, edge, limits)
     if guard is not None:
         return guard
     if state.resume_message:
         prompt = (
             f"{prompt}\n\nMessage from the person who resumed this thread:\n{state.resume_message}"
         )
-    return Record(StepStarted(len(state.steps) + 1, edge.role, prompt, source, status, location))
+    step = len(state.steps) + 1
+    return Record(StepStarted(step, edge.role, prompt, source, status, location, option))
 
 
-MAX_LOCATION = 1024  # characters of a rendered `location:`; a folder name at most 255
-
-
-def _location_problem(location: str) -> str | None:
-    """Why a rendered location cannot be a folder inside the workspace, or None."""
-    if "\0" in location:
-        return "holds a NUL character"
-    if len(location) > MAX_LOCATION:
-        return f"is {len(location):,} characters long (at most {MAX_LOCATION:,})"
-    parts = location.replace("\\", "/").split("/")
-    if any(len(part) > 255 for part in parts):
-        return "has a folder name over 255 characters"
-    if location.startswith(("/", "~")) or (len(location) > 1 and location[1] == ":"):
-        return "is absolute; a location is a folder inside the workspace"
-    depth = 0
-    for part in parts:
-        depth += -1 if part == ".." else 0 if part in ("", ".") else 1
-        if depth < 0:
-            return "leads outside the workspace"
-    return None
+def _choose_edge(
+    graph: Graph, state: ThreadState, source: str, status: str
+) -> tuple[int, Edge] | Record:
+    """The first edge whose guard holds, else the default (the last); D4 and D4b."""
+    edges = graph.edges(source, status)
+    if not edges:
+        return _missing_edge(graph, source, status)
+    if len(edges) == 1 and edges[0].when is None:
+        return 0, edges[0]
+    names = guard_names(graph, state, source)
+    for option, edge in enumerate(edges):
+        if edge.when is None:
+            return option, edge
+        try:
+            if evaluate(edge.when, names):
+                return option, edge
+        except GuardError as exc:
+            return _suspend(
+                f"edge {source} --{status}--> {edge.role} (edge {option + 1} of "
+                f"{len(edges)}): its guard `{edge.when}` failed: {exc}",
+                SuspendKind.GUARD,
+            )
+    return _suspend(  # `validate` reports this as guard-no-default
+        f"no edge for status '{status}' of '{source}' has a guard that holds, and the last one "
+        "has a `when` too (the last edge of a list must be the default, without `when`)",
+        SuspendKind.GRAPH,
+    )
 
 
 def _next_edge_key(state: ThreadState) -> tuple[str, str]:
@@ -304,31 +329,6 @@ def _missing_edge(graph: Graph, source: str, status: str) -> Record:
     )
 
 
-def _check_limits(state: ThreadState, edge: Edge, limits: Limits) -> Record | None:
-    steps = len(state.steps) - state.budget_step
-    if steps >= limits.max_steps:
-        return _suspend(
-            f"limit max_steps ({limits.max_steps}) reached after {steps} steps; raise "
-            f"`limits.max_steps` in the graph or pass --max-steps, then resume",
-            SuspendKind.LIMIT,
-        )
-    visits = len(state.visits.get(edge.role, [])) - state.budget_visits.get(edge.role, 0)
-    if visits >= limits.max_visits:
-        return _suspend(
-            f"limit max_visits ({limits.max_visits}) reached: role '{edge.role}' already ran "
-            f"{visits} times; raise `limits.max_visits` in the graph, then resume",
-            SuspendKind.LIMIT,
-        )
-    spent = state.cost_usd - state.budget_cost
-    if limits.max_cost_usd is not None and spent >= limits.max_cost_usd:
-        return _suspend(
-            f"limit max_cost_usd (${limits.max_cost_usd:.2f}) reached: ${spent:.4f} spent; "
-            f"raise `limits.max_cost_usd` in the graph, then resume",
-            SuspendKind.LIMIT,
-        )
-    return None
-
-
 # --------------------------------------------------------------------------- judge
 
 
@@ -345,7 +345,7 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
     if graph is None:
         raise ValueError(f"judging {type(outcome).__name__} needs the thread's graph")
     match outcome:
-        case Replied() | ActorFailed() | NeedsPerson():
+        case Replied() | ActorFailed() | NeedsPerson() | PreconditionFailed():
             f = state.in_flight
             if state.status != ThreadStatus.RUNNING or f is None or f.step != outcome.step:
                 return []  # J1
@@ -361,6 +361,14 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
                 ]  # J6
             if isinstance(outcome, NeedsPerson):
                 return [HumanWaiting(f.step, f.role)]  # J7
+            if isinstance(outcome, PreconditionFailed):
+                return [
+                    ThreadSuspended(
+                        f"step {f.step} ({f.role}) cannot start: " + "; ".join(outcome.failures),
+                        SuspendKind.PRECONDITION,
+                        step=f.step,
+                    )
+                ]  # J6b
             return _judge_reply(graph, f, outcome)
         case Answered():
             return _judge_answer(graph, state, outcome)
@@ -469,14 +477,17 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
 
 def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) -> Event:
     tid = state.thread_id
-    if state.status in (ThreadStatus.FAILED, ThreadStatus.CANCELLED):
+    ended_at_end = state.ending is not None  # an ending, success or failure: $START.resume
+    if state.status == ThreadStatus.CANCELLED or (
+        state.status == ThreadStatus.FAILED and not ended_at_end
+    ):
         raise Refused(f"thread {tid} is {state.status} and cannot be resumed")  # J15
     if state.status == ThreadStatus.WAITING:
         raise Refused(
             f"thread {tid} waits for a person: answer it with `orchestrator threads answer {tid}`"
         )
-    if state.status == ThreadStatus.COMPLETED and graph.edge(START, RESUME) is None:
-        raise Refused(f"thread {tid} is completed and its graph has no `$START.resume` edge")
+    if ended_at_end and graph.edge(START, RESUME) is None:
+        raise Refused(f"thread {tid} is {state.status} and its graph has no `$START.resume` edge")
     if state.status == ThreadStatus.NEW:
         raise Refused("the thread has not started")
     interrupted = state.status == ThreadStatus.RUNNING  # J16: its last process died mid-step

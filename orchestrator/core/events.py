@@ -47,6 +47,8 @@ class SuspendKind(StrEnum):
     TOOL_LOOP = "tool-loop"  # a model kept calling tools past the limit
     CONFIG = "config"  # the actor is not configured (no API key, bad model settings)
     SANDBOX = "sandbox"  # a process needs a sandbox that cannot be made here
+    GUARD = "guard"  # an edge guard failed to evaluate (comparing a null, a wrong type)
+    PRECONDITION = "precondition"  # a role's `requires:` did not hold when its step started
     REPLAY_DIVERGENCE = "replay-divergence"  # the graph asks for what a recording lacks
     SCRIPT_EXHAUSTED = "script-exhausted"  # simulate(): no scripted reply left
 
@@ -84,6 +86,7 @@ class StepStarted(Event):
     source: str  # the role (or $START) whose edge led here
     status: str  # the edge key taken
     location: str | None = None
+    option: int = 0  # which edge of a guarded list was taken
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,13 @@ class ThreadResumed(Event):
 
 @dataclass(frozen=True)
 class ThreadCompleted(Event):
+    """An edge reached $END: `final` is its rendered prompt, `ending` its name (section 12)."""
+
     final: str
+    ending: str = "done"
+    outcome: str = "success"  # "failure": the thread is failed, not completed
+    recovery: str | None = None  # the edge's rendered `recovery`, what to do next
+    option: int = 0  # which edge of a guarded list was taken
 
 
 @dataclass(frozen=True)

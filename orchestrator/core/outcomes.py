@@ -34,6 +34,14 @@ class ActorFailed:
 
 
 @dataclass(frozen=True)
+class PreconditionFailed:
+    """The role's `requires:` did not hold when its step was about to start."""
+
+    step: int
+    failures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class NeedsPerson:
     """A human role's step and no terminal to ask on."""
 
@@ -63,7 +71,14 @@ class ResumeRequested:
 
 
 Outcome = (
-    Replied | ActorFailed | NeedsPerson | Answered | Interrupted | CancelRequested | ResumeRequested
+    Replied
+    | ActorFailed
+    | PreconditionFailed
+    | NeedsPerson
+    | Answered
+    | Interrupted
+    | CancelRequested
+    | ResumeRequested
 )
 
 

@@ -60,6 +60,8 @@ class ThreadState:
     reason: str | None = None  # why it waits, or is suspended, failed or cancelled
     suspend_kind: SuspendKind | None = None
     final: str | None = None
+    ending: str | None = None  # the ending reached ($END), until a resume continues the thread
+    recovery: str | None = None
     cost_usd: float = 0.0
     input_tokens: int = 0  # cache reads and writes included
     output_tokens: int = 0
@@ -76,7 +78,7 @@ class ThreadState:
     @property
     def path(self) -> list[str]:
         roles = [s.role for s in self.steps]
-        return roles + [END] if self.status == ThreadStatus.COMPLETED else roles
+        return roles + [END] if self.ending is not None else roles
 
     def summary(self) -> ThreadSummary:
         return ThreadSummary(

@@ -37,6 +37,11 @@ CODES: dict[str, Severity] = {
     "no-path-to-end": "error",
     "missing-status-edge": "error",
     "unknown-status-edge": "error",
+    # guards and endings
+    "guard-syntax": "error",
+    "guard-var": "error",
+    "guard-no-default": "error",
+    "misplaced-ending": "error",
     # templates
     "template-syntax": "error",
     "template-var": "error",

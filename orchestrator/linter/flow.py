@@ -29,7 +29,7 @@ def reachable_roles(view: GraphView) -> set[str]:
 
 
 def check_reachability(view: GraphView) -> None:
-    first = view.graph.graph.get(START, {}).get(SINGLE_EXIT)
+    first = view.graph.edge(START, SINGLE_EXIT)
     if first is None or (first.role != END and view.role_of(first.role) is None):
         return  # start-edge or unknown-role is reported; everything would be unreachable
     reachable = reachable_roles(view)

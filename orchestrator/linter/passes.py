@@ -15,6 +15,7 @@ from ..problems import Problem
 from ..spec.models import Graph
 from .codes import internal_error
 from .flow import check_reachability
+from .guards import check_guards
 from .names import check_names
 from .schemas import check_schemas
 from .shape import check_edges, check_start_and_end
@@ -27,6 +28,7 @@ PASSES: tuple[Callable[[GraphView], None], ...] = (
     check_start_and_end,
     check_edges,
     check_reachability,
+    check_guards,
     check_templates,
 )
 

@@ -19,7 +19,7 @@ from .dataflow import Facts, edge_facts
 from .view import GraphView, ResolvedEdge, contract_usable
 
 THREAD_FACTS = ("id", "step", "workspace")
-DOLLAR_ROOTS = ("$body", "$inputs", "$steps", "$thread")
+DOLLAR_ROOTS = ("$body", "$inputs", "$steps", "$thread", "$status")
 # The message given to `threads resume --message` reaches `$START.resume` as `$inputs.message`.
 RESUME_MESSAGE = "message"
 # Value types a section does not enter: names inside resolve as they do outside it. (A section
@@ -125,6 +125,8 @@ class Scope:
             return self._steps(parts)
         if head == "$thread":
             return self._thread(parts)
+        if head == "$status":
+            return self._status(parts)
         if head.startswith("$"):
             return Resolved.error(
                 f"'{name}' is not a name templates can use",
@@ -132,6 +134,17 @@ class Scope:
                 or "names starting with `$`: " + ", ".join(DOLLAR_ROOTS),
             )
         return self._field(parts)
+
+    def _status(self, parts: list[str]) -> Resolved:
+        if self.at_start:
+            return Resolved.error(
+                "'$status' is the status of the edge being taken, and no step precedes a $START "
+                "edge",
+                "use {{{$inputs.NAME}}} for the thread's inputs",
+            )
+        if len(parts) > 1:
+            return Resolved.error(f"'{'.'.join(parts)}': $status is text; it has no fields")
+        return Resolved.value({"type": "string"})
 
     def _body(self, parts: list[str]) -> Resolved:
         if self.at_start:
@@ -194,11 +207,13 @@ class Scope:
         if len(parts) == 2:
             return Resolved.value({"type": "object"})
         contract = self.view.roles[role].contract
-        if parts[2] == "$body":
+        if parts[2] in ("$body", "$status"):
             return Resolved.value({"type": "string"} if len(parts) == 3 else None)
         if parts[2].startswith("$") or not contract_usable(contract):
             if parts[2].startswith("$"):
-                return Resolved.error(f"'{name}': a step has fields and `$body`, not '{parts[2]}'")
+                return Resolved.error(
+                    f"'{name}': a step has fields, `$body` and `$status`, not '{parts[2]}'"
+                )
             return Resolved.value(None)
         return self._step_field(role, parts, contract, facts.latest.get(role, frozenset()))
 

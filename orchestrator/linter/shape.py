@@ -55,7 +55,7 @@ def check_edges(view: GraphView) -> None:
     for edge in view.edges:
         if edge.role_target is not None and edge.target in (END, *view.roles):
             continue
-        where = view.at("graph", edge.source, edge.status, "role")
+        where = view.at(*edge.path, "role")
         if edge.target in (START, SUSPEND):
             view.report(
                 where,

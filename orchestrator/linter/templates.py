@@ -30,6 +30,8 @@ def check_templates(view: GraphView) -> None:
         templates = [("prompt", raw.prompt)]
         if raw.location is not None:
             templates.append(("location", raw.location))
+        if raw.recovery is not None:
+            templates.append(("recovery", raw.recovery))
         for key, template in templates:
             try:
                 TemplateCheck(scope, key, template).run()
@@ -52,7 +54,9 @@ class TemplateCheck:
 
     @property
     def label(self) -> str:
-        return f"{self.scope.edge.source}.{self.scope.edge.status}.{self.key}"
+        edge = self.scope.edge
+        index = "" if edge.index is None else f"[{edge.index}]"
+        return f"{edge.source}.{edge.status}{index}.{self.key}"
 
     def where(self, line: int = 1, column: int = 0) -> Where:
         """The file position of `line`:`column` of the template (column 0: unknown).
@@ -61,7 +65,7 @@ class TemplateCheck:
         start of the template's value.
         """
         edge = self.scope.edge
-        file, start, col = self.view.at("graph", edge.source, edge.status, self.key)
+        file, start, col = self.view.at(*edge.path, self.key)
         lines = self.view.file_lines()
         text = lines[start - 1][col - 1 :] if 0 < start <= len(lines) else ""
         if text.startswith("|") and start + line <= len(lines):

@@ -26,6 +26,13 @@ class ResolvedEdge:
     target: str  # as written in the edge
     role_source: str | None  # the role the source resolves to (typos read as their match)
     role_target: str | None  # the role or $END the target resolves to, None when unknown
+    index: int | None = None  # its place in a guarded list of edges; None for a lone edge
+
+    @property
+    def path(self) -> tuple[str | int, ...]:
+        """Where the edge is written: `graph.SOURCE.STATUS`, plus its index in a list."""
+        base: tuple[str | int, ...] = ("graph", self.source, self.status)
+        return base if self.index is None else (*base, self.index)
 
 
 def contract_usable(contract: Contract) -> bool:
@@ -71,7 +78,7 @@ class GraphView:
 
     def _aliases(self) -> dict[str, str]:
         """Unknown role names (edge targets, graph keys) with one close match in roles:."""
-        names = {e.role for edges in self.graph.graph.values() for e in edges.values()}
+        names = {edge.role for _, _, _, edge in self.graph.routes()}
         names |= set(self.graph.graph)
         alias: dict[str, str] = {}
         for name in names - set(self.roles) - {START, END}:
@@ -87,11 +94,11 @@ class GraphView:
 
     def _edges(self) -> list[ResolvedEdge]:
         found = []
-        for source, edges in self.graph.graph.items():
-            for status, edge in edges.items():
-                target = END if edge.role == END else self.role_of(edge.role)
-                source_role = None if source == START else self.role_of(source)
-                found.append(ResolvedEdge(source, status, edge.role, source_role, target))
+        for source, status, i, edge in self.graph.routes():
+            target = END if edge.role == END else self.role_of(edge.role)
+            source_role = None if source == START else self.role_of(source)
+            index = i if isinstance(self.graph.graph[source][status], list) else None
+            found.append(ResolvedEdge(source, status, edge.role, source_role, target, index))
         return found
 
     # ----------------------------------------------------------------- statuses and edges
@@ -103,7 +110,7 @@ class GraphView:
             self._statuses[role] = contract.status_names if contract_usable(contract) else None
         return self._statuses[role]
 
-    def entry(self, role: str) -> tuple[str, dict[str, Edge]] | None:
+    def entry(self, role: str) -> tuple[str, dict[str, object]] | None:
         """The graph: key holding a role's edges (its own, or one misspelling of it)."""
         if role in self.graph.graph:
             return role, dict(self.graph.graph[role])
@@ -121,4 +128,5 @@ class GraphView:
 
     def raw_edge(self, edge: ResolvedEdge) -> Edge:
         """The edge as written in the graph."""
-        return self.graph.graph[edge.source][edge.status]
+        edges = self.graph.edges(edge.source, edge.status)
+        return edges[edge.index or 0]

@@ -57,11 +57,7 @@ def as_taken(taken: TakenLike) -> Taken | None:
 
 def edges_of(graph: Graph) -> list[EdgeKey]:
     """Every edge of the graph as (source, status, target), in file order."""
-    return [
-        (source, status, edge.role)
-        for source, edges in graph.graph.items()
-        for status, edge in edges.items()
-    ]
+    return [(source, status, edge.role) for source, status, _, edge in graph.routes()]
 
 
 def nodes_of(graph: Graph) -> list[str]:

@@ -31,7 +31,8 @@ def first_divergence(
 ) -> tuple[Divergence | None, list[str]]:
     """Compare the replayed thread's events with the recording (rules in the module doc)."""
     recorded = recording.steps
-    expects_end = recording.state in (None, ThreadStatus.COMPLETED)
+    # A recording ends at $END when it says so: an ending, `completed`, or no state at all.
+    expects_end = recording.ending is not None or recording.state in (None, ThreadStatus.COMPLETED)
     notes: list[str] = []
     view = thread_view(events)
     started = {s.step: s for s in view.steps}
@@ -61,7 +62,7 @@ def first_divergence(
     holds = recorded[k].role if k < len(recorded) else (END if expects_end else None)
     source, status = (committed[-1].role, committed[-1].status or "") if committed else (START, "_")
 
-    if state.status == ThreadStatus.COMPLETED:
+    if state.ending is not None:
         completed_edge = (source, status, END)
         if k < len(recorded):
             return Divergence(
@@ -81,6 +82,16 @@ def first_divergence(
                 END,
                 f"step {after}: the recorded thread did not end after step {k} (it was "
                 f"{recording.state}), but the graph now ends at $END (edge {_label(completed_edge)})",
+                edge=completed_edge,
+            ), notes
+        if recording.ending is not None and recording.ending != state.ending:
+            return Divergence(
+                DivergenceKind.ENDING,
+                after,
+                END,
+                END,
+                f"step {after}: the recording ends in '{recording.ending}', but the graph now "
+                f"ends in '{state.ending}' (edge {_label(completed_edge)})",
                 edge=completed_edge,
             ), notes
         return None, notes

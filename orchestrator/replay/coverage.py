@@ -133,7 +133,6 @@ def coverage(
             counts.setdefault(key, [0, 0])[1] += 1
     edges = [
         EdgeCount(source, status, edge.role, *counts.get((source, status, edge.role), [0, 0]))
-        for source, by_status in graph.graph.items()
-        for status, edge in by_status.items()
+        for source, status, _, edge in graph.routes()
     ]
     return CoverageReport(graph.name, edges, reports)

@@ -71,6 +71,7 @@ class DivergenceKind(StrEnum):
     INPUTS = "inputs"  # the recorded inputs no longer satisfy the graph's inputs schema
     SUSPENDED = "suspended"  # a recorded `$SUSPEND` stops the thread where the route goes on
     STOPPED = "stopped"  # the thread stopped for another reason (the message says which)
+    ENDING = "ending"  # the graph ends where the recording did, in another ending
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ class ReplayReport:
         """`writer(drafted) → reviewer(approved) → $END`, up to `limit` committed steps."""
         steps = [s for s in self.trace.steps if s.status is not None][:limit]
         parts = [s.role if s.status == SINGLE_EXIT else f"{s.role}({s.status})" for s in steps]
-        if limit is None and self.trace.state == "completed":
+        if limit is None and self.trace.path[-1:] == [END]:
             parts.append(END)
         return ARROW.join(parts) or "(no step)"
 

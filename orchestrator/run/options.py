@@ -36,6 +36,8 @@ class ThreadResult:
     cost_usd: float
     path: list[str] = field(default_factory=list)
     kind: SuspendKind | None = None  # why it suspended
+    ending: str | None = None  # the ending it reached (docs/format.md section 12)
+    recovery: str | None = None  # the ending's rendered `recovery`: what to do next
     worktree: dict[str, Any] | None = None  # the thread's branch and what was committed there
 
     @classmethod
@@ -49,6 +51,8 @@ class ThreadResult:
             state.cost_usd,
             state.path,
             state.suspend_kind,
+            ending=state.ending,
+            recovery=state.recovery,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,6 +64,9 @@ class ThreadResult:
             "steps": self.steps,
             "cost_usd": round(self.cost_usd, 6),
         }
+        if self.ending is not None:
+            data["ending"] = self.ending
+            data["recovery"] = self.recovery
         if self.worktree is not None:
             data["worktree"] = self.worktree
         return data

@@ -29,6 +29,7 @@ from ..core.outcomes import (
     Interrupted,
     NeedsPerson,
     Outcome,
+    PreconditionFailed,
     Replied,
 )
 from ..core.state import ThreadState
@@ -36,6 +37,7 @@ from ..spec.models import Graph
 from ..store.base import EventStore, Owner, ThreadBusy
 from .actors import default_actor_for, model_settings
 from .options import ActorFor, RunOptions, ThreadResult
+from .preconditions import afailing
 
 
 class LiveThread:
@@ -173,6 +175,9 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
             f"location '{command.location}' is outside the workspace",
             SuspendKind.GRAPH,
         )
+    failures = await afailing(role.requires, workspace)
+    if failures:
+        return PreconditionFailed(command.step, tuple(failures))
     settings = model_settings(graph, role, thread.options.model)
     request = ActRequest(
         thread_id=thread.thread_id,

@@ -5,7 +5,7 @@ engines all go through a `Session`, so they cannot drift apart:
 
 - preflight: the graph lints clean, credentials exist for roles Claude plays and a sandbox can
   be made for roles that run commands (unless a recording is replayed), the workspace is a
-  directory, the inputs fit the graph;
+  directory, the graph's `requires:` hold, the inputs fit the graph;
 - start: a git worktree on branch `orchestrator/THREAD-ID` when some role edits files or runs
   commands and the workspace is in a repository (unless in place or replaying), then the
   ThreadStarted event;
@@ -55,6 +55,7 @@ from ..workspace_git import (
     uncommitted_changes,
 )
 from .options import ActorFor, RunOptions, ThreadResult
+from .preconditions import failing
 from .preflight import check_inputs
 from .runner import advance
 
@@ -122,6 +123,12 @@ class Session:
         folder = Path(workspace or Path.cwd()).resolve()
         if not folder.is_dir():
             raise SessionError(f"the workspace {folder} is not a directory")
+        unmet = failing(graph.requires, folder)
+        if unmet:
+            raise SessionError(
+                f"graph '{graph.name}' cannot start here:\n" + "\n".join(f"  - {m}" for m in unmet),
+                usage=False,
+            )
         if not replay:  # a replay runs no tool and starts no process
             problem = sandbox_problem(graph)
             if problem is not None:

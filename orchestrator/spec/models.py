@@ -11,7 +11,7 @@ import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .contract import Contract, derive_contract
 
@@ -57,6 +57,34 @@ class Sandbox(_Frozen):
     )
 
 
+class Requirement(_Frozen):
+    """A precondition (docs/format.md section 13): exactly one of tool, file, env, command."""
+
+    tool: str | None = Field(None, description="an executable on PATH")
+    file: str | None = Field(None, description="a path or glob inside the workspace")
+    env: str | None = Field(None, description="an environment variable, set and not empty")
+    command: list[str] | None = Field(
+        None, min_length=1, description="argv that must exit 0 within 10 s, in the workspace"
+    )
+    message: str | None = Field(None, description="what to tell the person when it fails")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Requirement:
+        given = [k for k in ("tool", "file", "env", "command") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("a requirement names exactly one of tool, file, env, command")
+        return self
+
+    def describe(self) -> str:
+        if self.tool is not None:
+            return f"the command `{self.tool}` on PATH"
+        if self.file is not None:
+            return f"`{self.file}` in the workspace"
+        if self.env is not None:
+            return f"the environment variable {self.env}"
+        return f"`{' '.join(self.command or [])}` to succeed"
+
+
 class Role(_Frozen):
     description: str = Field(description="one line for people")
     goal: str = Field(description="who the agent is and what it is for")
@@ -77,6 +105,10 @@ class Role(_Frozen):
         description="how the role's shell commands or agent process are confined; `off` runs "
         "them unconfined, as the orchestrator's user",
     )
+    requires: list[Requirement] = Field(
+        default_factory=list,
+        description="checked when a step of the role is about to start (section 13)",
+    )
 
     # Set by the loader: the role's key in the graph.
     _name: str = PrivateAttr("")
@@ -94,6 +126,25 @@ class Edge(_Frozen):
     role: str = Field(description="the next role, or $END")
     prompt: str = Field(description="Mustache template of the next step's instruction")
     location: str | None = Field(None, description="directory inside the workspace for the step")
+    when: str | None = Field(
+        None,
+        description="a CEL guard: the first edge of a list whose `when` is true is taken; the "
+        "last edge of a list has none (docs/format.md section 11)",
+    )
+    ending: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$",
+        description="on an edge into $END: the ending's name (default: done)",
+    )
+    outcome: Literal["success", "failure"] | None = Field(
+        None, description="on an edge into $END: failure makes the thread failed (exit 1)"
+    )
+    recovery: str | None = Field(
+        None, description="on an edge into $END: a Mustache template telling what to do next"
+    )
+
+
+Route = Edge | list[Edge]  # one edge, or guarded edges ending with a default
 
 
 class Defaults(_Frozen):
@@ -122,8 +173,11 @@ class Graph(_Frozen):
     inputs: dict[str, Any] | None = Field(None, description="JSON Schema of the thread's inputs")
     defaults: Defaults = Field(default_factory=Defaults)
     limits: Limits = Field(default_factory=Limits)
+    requires: list[Requirement] = Field(
+        default_factory=list, description="checked before a thread starts (section 13)"
+    )
     roles: dict[str, Role]
-    graph: dict[str, dict[str, Edge]]
+    graph: dict[str, dict[str, Route]]
 
     _source: SourceMap | None = PrivateAttr(None)
     _path: str | None = PrivateAttr(None)
@@ -146,14 +200,43 @@ class Graph(_Frozen):
     def hash(self) -> str:
         """sha256 of the resolved graph (library roles included), stable across key order."""
         data = self.model_dump(mode="json")
-        for role in data["roles"].values():  # graphs written before `sandbox:` keep their hash
+        # Graphs that use none of the later keys keep the hash they had before those existed.
+        for role in data["roles"].values():
             if role.get("sandbox") == {"network": None, "writable": []}:
                 del role["sandbox"]
+            if role.get("requires") == []:
+                del role["requires"]
+        if data.get("requires") == []:
+            del data["requires"]
+        for by_status in data["graph"].values():
+            for route in by_status.values():
+                for edge in route if isinstance(route, list) else [route]:
+                    for key in ("when", "ending", "outcome", "recovery"):
+                        if edge.get(key) is None:
+                            edge.pop(key, None)
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
+    def edges(self, source: str, status: str) -> tuple[Edge, ...]:
+        """The edges for a status, guarded ones first and the default last; () if none."""
+        route = self.graph.get(source, {}).get(status)
+        if route is None:
+            return ()
+        return tuple(route) if isinstance(route, list) else (route,)
+
     def edge(self, source: str, status: str) -> Edge | None:
-        return self.graph.get(source, {}).get(status)
+        """The default edge for a status (the last of a guarded list), or None."""
+        edges = self.edges(source, status)
+        return edges[-1] if edges else None
+
+    def routes(self) -> list[tuple[str, str, int, Edge]]:
+        """Every edge as (source, status, index in its list, edge), in file order."""
+        return [
+            (source, status, i, edge)
+            for source, by_status in self.graph.items()
+            for status in by_status
+            for i, edge in enumerate(self.edges(source, status))
+        ]
 
     def position(self, *path: str | int, key: bool = False) -> tuple[str, int, int]:
         """(file, line, column) of a path: in the graph file, or in the library role file that
