@@ -340,3 +340,13 @@ def test_a_clean_guarded_graph_has_no_problem(tmp_path: Path) -> None:
     out = project.run("validate", str(path), "--strict")
     assert out.returncode == 0, out.stdout
     assert os.path.exists(path)
+
+
+def test_diagrams_label_guards_and_endings(guarded: Graph) -> None:
+    from orchestrator.render.diagram import to_dot, to_mermaid
+
+    mermaid = to_mermaid(guarded)
+    assert "rejected if visits.developer #gt;= 3" in mermaid
+    assert '"stuck (stuck, failure)"' in mermaid and '"abandon (abandoned)"' in mermaid
+    dot = to_dot(guarded)
+    assert 'label="rejected if visits.developer >= 3' in dot

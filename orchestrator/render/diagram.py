@@ -60,6 +60,21 @@ def edges_of(graph: Graph) -> list[EdgeKey]:
     return [(source, status, edge.role) for source, status, _, edge in graph.routes()]
 
 
+def labels_of(graph: Graph) -> list[str]:
+    """Each edge's label, in the order of `edges_of`: its status, the guard that picks it and,
+    into $END, an ending other than `done`."""
+    labels = []
+    for _, status, _, edge in graph.routes():
+        label = status
+        if edge.when is not None:
+            when = edge.when if len(edge.when) <= 40 else edge.when[:39] + "…"
+            label += f" if {when}"
+        if edge.ending not in (None, "done"):
+            label += f" ({edge.ending}{', failure' if edge.outcome == 'failure' else ''})"
+        labels.append(label)
+    return labels
+
+
 def nodes_of(graph: Graph) -> list[str]:
     """$START, the roles (declared or only referred to), then $END."""
     names: list[str] = [START]
@@ -99,9 +114,10 @@ def to_mermaid(graph: Graph, taken: TakenLike = None) -> str:
         lines.append(f"    {ids[name]}{shape}")
     highlighted: list[int] = []
     dashed: list[int] = []
-    for index, (source, status, target) in enumerate(edges_of(graph)):
+    edges = zip(edges_of(graph), labels_of(graph), strict=True)
+    for index, ((source, status, target), text) in enumerate(edges):
         count = path.count((source, status, target)) if path else 0
-        label = mermaid_text(_label(status, count))
+        label = mermaid_text(_label(text, count))
         lines.append(f'    {ids[source]} -->|"{label}"| {ids[target]}')
         if count:
             highlighted.append(index)
@@ -154,9 +170,9 @@ def to_dot(graph: Graph, taken: TakenLike = None) -> str:
             attrs.append(f'style="{",".join(style)}"')
         suffix = f" [{', '.join(attrs)}]" if attrs else ""
         lines.append(f"    {dot_id(name)}{suffix};")
-    for source, status, target in edges_of(graph):
+    for (source, status, target), text in zip(edges_of(graph), labels_of(graph), strict=True):
         count = path.count((source, status, target)) if path else 0
-        attrs = [f"label={dot_id(_label(status, count))}"]
+        attrs = [f"label={dot_id(_label(text, count))}"]
         if count:
             attrs += [f'color="{TAKEN_COLOUR}"', f'fontcolor="{TAKEN_COLOUR}"', "penwidth=3"]
         if target != END and target not in graph.roles:
