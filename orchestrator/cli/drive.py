@@ -16,7 +16,7 @@ from ..recording import Recording
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import Session, SessionError
 from ..spec.models import Graph
-from ..store.base import ThreadBusy
+from ..store.base import StoreError, ThreadBusy
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
 from .display import PlainPrinter, json_line
 from .live import LiveView, live_possible
@@ -68,6 +68,14 @@ def drive(
         return EXIT_WAITING
     except ThreadBusy as exc:
         fail(str(exc), EXIT_PROBLEMS)
+    except StoreError as exc:
+        if exc.kind in ("full", "io", "busy"):  # the thread is as it was at its last event
+            fail(
+                f"{exc.message}\n  thread {thread_id} keeps every step saved before; once "
+                f"that is fixed, continue it with: orchestrator threads resume {thread_id}",
+                EXIT_PROBLEMS,
+            )
+        fail(exc.message, EXIT_PROBLEMS)
     except SessionError as exc:
         fail_session(exc)
     except Refused as exc:

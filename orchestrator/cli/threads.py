@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,7 +51,7 @@ def ago(when: float) -> str:
 @click.option("--json", "as_json", is_flag=True)
 def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> None:
     """List threads, oldest first."""
-    rows = cli_session(store_dir).threads(state)
+    rows = cli_session(store_dir, readonly=True).threads(state)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row.to_dict(), ensure_ascii=False))
@@ -73,7 +76,7 @@ def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> No
 @click.option("--json", "as_json", is_flag=True)
 def show(thread_id: str, store_dir: Path | None, as_json: bool) -> None:
     """Tell the story of a thread: each step, its status, fields, attempts, tokens and time."""
-    session = cli_session(store_dir)
+    session = cli_session(store_dir, readonly=True)
     row = _row(session, thread_id)
     events = session.store.events(row.id)
     if as_json:
@@ -224,7 +227,7 @@ def cancel(thread_id: str, store_dir: Path | None) -> None:
 @store_option
 def export(thread_id: str, out: Path | None, store_dir: Path | None) -> None:
     """Write a thread's recording (docs/format.md section 8), for replays and tests."""
-    session = cli_session(store_dir)
+    session = cli_session(store_dir, readonly=True)
     row = _row(session, thread_id)
     recording = recording_from_events([s.event for s in session.store.events(row.id)])
     text = recording.dump()
@@ -232,7 +235,29 @@ def export(thread_id: str, out: Path | None, store_dir: Path | None) -> None:
         click.echo(text, nl=False)
     else:
         try:
-            out.write_text(text, encoding="utf-8")
+            write_whole(out, text)
         except OSError as exc:
             fail(f"cannot write {out}: {exc.strerror or exc}", EXIT_USAGE)
         click.echo(f"wrote {out} ({len(recording.steps)} steps)", err=True)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write a temporary file beside `path`, then rename it: `path` is the old file or the new
+    one, never half of one (a full disk, Ctrl-C), and a recording read meanwhile is whole."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(temp, path.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

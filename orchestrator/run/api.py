@@ -8,7 +8,8 @@ line, and the other way round. Pass `store=MemoryStore()` for a thread that live
 Errors raise: `SessionError` (a request that cannot be carried out: no such thread, a broken
 graph, no credentials), `InputError` (inputs that do not fit the graph), `Refused` (a request
 the thread's state does not allow, or a person's answer that is invalid: `.errors` says why),
-`GraphError` (a graph that cannot be loaded), `ThreadBusy` (another process runs the thread).
+`GraphError` (a graph that cannot be loaded), `ThreadBusy` (another process runs the thread),
+`StoreError` (a full disk, a damaged or read-only store: the message names the file).
 """
 
 from __future__ import annotations

@@ -39,7 +39,14 @@ from ..problems import Problem, has_errors
 from ..recording import Recording, ReplayActor
 from ..spec.loader import load_graph
 from ..spec.models import Graph
-from ..store.base import EventStore, ThreadBusy, ThreadNotFound, ThreadRow, default_store_dir
+from ..store.base import (
+    EventStore,
+    StoreError,
+    ThreadBusy,
+    ThreadNotFound,
+    ThreadRow,
+    default_store_dir,
+)
 from ..store.sqlite import SqliteStore
 from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from ..workspace_git import (
@@ -47,6 +54,7 @@ from ..workspace_git import (
     WorktreeError,
     commit_message,
     create_worktree,
+    discard_worktree,
     ensure_worktree,
     find_repo,
     finish_worktree,
@@ -82,15 +90,21 @@ class Started:
     worktree: Worktree | None
 
 
-def open_store(store: EventStore | str | os.PathLike[str] | None) -> EventStore:
-    """A store object as it is, else the SQLite store in that folder (default: docs/threads.md)."""
+def open_store(
+    store: EventStore | str | os.PathLike[str] | None, *, readonly: bool = False
+) -> EventStore:
+    """A store object as it is, else the SQLite store in that folder (default: docs/threads.md).
+
+    `readonly` opens it for reading only: nothing is created, and a store on a read-only file
+    system can still be listed, shown and exported.
+    """
     if store is not None and not isinstance(store, (str, os.PathLike)):
         return store
     directory = default_store_dir(store)
     try:
-        return SqliteStore(directory)
-    except Exception as exc:  # sqlite3.Error, OSError: an unusable store directory
-        raise SessionError(f"cannot open the thread store in {directory}: {exc}") from None
+        return SqliteStore(directory, readonly=readonly)
+    except StoreError as exc:
+        raise SessionError(exc.message, usage=False) from None
 
 
 class Session:
@@ -153,12 +167,17 @@ class Session:
             workspace=str(workspace),
         )
         state = engine.apply(ThreadState(), started)
-        self.store.create(
-            started,
-            state.summary(),
-            graph_path=str(graph.path or ""),
-            snapshot=graph.model_dump(mode="json"),
-        )
+        try:
+            self.store.create(
+                started,
+                state.summary(),
+                graph_path=str(graph.path or ""),
+                snapshot=graph.model_dump(mode="json"),
+            )
+        except StoreError:
+            if tree is not None:  # no thread will ever use it
+                discard_worktree(tree)
+            raise
         return Started(thread_id, workspace, tree)
 
     def _isolate(self, graph: Graph, folder: Path, thread_id: str) -> Worktree | None:
