@@ -136,6 +136,8 @@ def load_recording(path: str | Path) -> Recording:
         data = yaml.load(p.read_text(encoding="utf-8-sig"), Loader=Yaml12Loader)
     except OSError as exc:
         raise RecordingError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RecordingError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise RecordingError(f"{p}: not valid YAML: {exc}") from None
     return parse_recording(data, str(p))

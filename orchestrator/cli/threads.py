@@ -24,7 +24,7 @@ from ..spec.models import Graph
 from ..spec.yamlpos import typed_value
 from ..store.base import ThreadRow
 from ..story import story_json, story_text
-from .common import EXIT_OK, EXIT_USAGE, fail, parse_assignments, store_option
+from .common import EXIT_OK, EXIT_USAGE, fail, parse_assignments, read_text_file, store_option
 from .drive import drive
 from .session import cli_session, fail_session
 
@@ -176,7 +176,7 @@ def answer(
     if reply_file is not None:
         if status or assignments:
             fail("use either --file or --status/--set, not both")
-        text = sys.stdin.read() if str(reply_file) == "-" else _read(reply_file)
+        text = read_text_file(reply_file, "--file", dash_is_stdin=True)
     else:
         # Values are typed by the field's schema: `--set budget=300` is a number where the
         # contract says integer, and stays the text "300" where it says string.
@@ -189,13 +189,6 @@ def answer(
         text = format_reply(status, fields)
     options = RunOptions(interactive=sys.stdin.isatty() and not as_json)
     sys.exit(drive(session, graph, row.id, options, as_json, first=Answered(text)))
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}")
 
 
 @threads.command("cancel")

@@ -69,7 +69,10 @@ async def arun_thread(
     recording = replay if isinstance(replay, Recording | None) else load_recording(Path(replay))
     session = Session(open_store(store))
     folder = session.preflight(
-        graph, workspace=workspace, replay=recording is not None or actor_for is not None
+        graph,
+        workspace=workspace,
+        replay=recording is not None or actor_for is not None,
+        model=model or (options.model if options is not None else None),
     )
     values = dict(inputs or {})
     if recording is not None and not values:

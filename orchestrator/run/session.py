@@ -63,7 +63,7 @@ from ..workspace_git import (
     uncommitted_changes,
 )
 from .options import ActorFor, RunOptions, ThreadResult
-from .preflight import check_inputs
+from .preflight import check_inputs, unpriced_models
 from .runner import advance
 
 Notify = Callable[[str], None]
@@ -120,9 +120,17 @@ class Session:
     # ------------------------------------------------------------------ starting
 
     def preflight(
-        self, graph: Graph, *, workspace: str | os.PathLike[str] | None, replay: bool
+        self,
+        graph: Graph,
+        *,
+        workspace: str | os.PathLike[str] | None,
+        replay: bool,
+        model: str | None = None,
     ) -> Path:
-        """The checks before anything is created; returns the workspace folder, resolved."""
+        """The checks before anything is created; returns the workspace folder, resolved.
+
+        `model` is the model every role is played on (`--model`), if one is forced.
+        """
         problems = lint(graph)
         if has_errors(problems):
             raise SessionError(
@@ -133,6 +141,8 @@ class Session:
         plays_claude = any(role.actor == "anthropic" for role in graph.roles.values())
         if plays_claude and not replay and not env_credentials():
             raise SessionError(NO_KEY)
+        if not replay:
+            self.check_prices(graph, model)
         folder = Path(workspace or Path.cwd()).resolve()
         if not folder.is_dir():
             raise SessionError(f"the workspace {folder} is not a directory")
@@ -143,6 +153,12 @@ class Session:
             for name in unsandboxed_roles(graph):
                 self.notify(f"role '{name}' runs its processes without a sandbox (sandbox: off)")
         return folder
+
+    def check_prices(self, graph: Graph, model: str | None = None) -> None:
+        """Refuse a cost limit that could never trip: a model of unknown price counts $0."""
+        problem = unpriced_models(graph, model)
+        if problem is not None:
+            raise SessionError(problem)
 
     def start(
         self,
@@ -220,6 +236,8 @@ class Session:
         first: Outcome | None = None,
     ) -> ThreadResult:
         """Advance the thread as far as it goes; commit its work on its branch if it completes."""
+        if replay is None and actor_for is None:  # the roles' own actors: models are called
+            self.check_prices(graph, options.model if options is not None else None)
         tree = self.worktree(thread_id)
         if tree is not None:
             try:
