@@ -15,6 +15,7 @@ from ..core.outcomes import Outcome, Refused
 from ..recording import Recording
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import Session, SessionError
+from ..run.waiting import Question
 from ..spec.models import Graph
 from ..store.base import StoreError, ThreadBusy
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
@@ -85,7 +86,10 @@ def drive(
                 click.echo(f"  - {error}", err=True)
             return EXIT_PROBLEMS
         fail(exc.message, EXIT_USAGE)
-    code = report(result, as_json)
+    question = None
+    if result.state == ThreadStatus.WAITING and not as_json:
+        question = session.question(thread_id, graph)
+    code = report(result, as_json, question)
     if recording is not None and result.state == ThreadStatus.COMPLETED and not as_json:
         click.echo(
             "\n(a replay: the recorded replies were played, no model was called and no file "
@@ -119,8 +123,11 @@ EXIT_FOR_STATE = {
 }
 
 
-def report(result: ThreadResult, as_json: bool) -> int:
-    """The outcome, as the result object (--json) or as lines for a person; the exit code."""
+def report(result: ThreadResult, as_json: bool, question: Question | None = None) -> int:
+    """The outcome, as the result object (--json) or as lines for a person; the exit code.
+
+    A thread that waits for a person shows the `threads answer` commands of `question`.
+    """
     tree = result.worktree
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
@@ -131,12 +138,24 @@ def report(result: ThreadResult, as_json: bool) -> int:
     else:
         if result.state in (ThreadStatus.SUSPENDED, ThreadStatus.WAITING):
             click.echo(f"thread {result.thread_id} is {result.state}: {result.reason}", err=True)
-            hint = (
-                f"orchestrator threads answer {result.thread_id}"
-                if result.state == ThreadStatus.WAITING
-                else f"orchestrator threads resume {result.thread_id} [--message TEXT]"
-            )
-            click.echo(f"  continue with: {hint}", err=True)
+            if result.state == ThreadStatus.SUSPENDED:
+                hint = f"orchestrator threads resume {result.thread_id} [--message TEXT]"
+                click.echo(f"  continue with: {hint}", err=True)
+            elif question is not None and question.role is not None:
+                click.echo(
+                    "  answer with" + (" one of:" if len(question.forms) > 1 else ":"), err=True
+                )
+                for line in question.hints():
+                    click.echo(f"    {line}", err=True)
+                click.echo(
+                    "  or, in a terminal, to be asked for each field: "
+                    f"orchestrator threads answer {result.thread_id}\n"
+                    f"  the question: orchestrator threads show {result.thread_id}",
+                    err=True,
+                )
+            else:
+                hint = f"orchestrator threads answer {result.thread_id}"
+                click.echo(f"  continue with: {hint}", err=True)
         else:
             click.echo(f"thread {result.thread_id} {result.state}: {result.reason}", err=True)
         if tree is not None:

@@ -26,6 +26,7 @@ from ..store.base import ThreadRow
 from ..story import story_json, story_text
 from .common import EXIT_OK, EXIT_USAGE, fail, parse_assignments, read_text_file, store_option
 from .drive import drive
+from .interview import answer_options, ask_in_terminal
 from .session import cli_session, fail_session
 
 
@@ -73,16 +74,22 @@ def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> No
 @threads.command("show")
 @click.argument("thread_id")
 @store_option
-@click.option("--json", "as_json", is_flag=True)
-def show(thread_id: str, store_dir: Path | None, as_json: bool) -> None:
-    """Tell the story of a thread: each step, its status, fields, attempts, tokens and time."""
+@click.option("--full", is_flag=True, help="Print long values whole (by default they are cut).")
+@click.option("--json", "as_json", is_flag=True, help="Everything, as one JSON object.")
+def show(thread_id: str, store_dir: Path | None, full: bool, as_json: bool) -> None:
+    """Tell the story of a thread: each step, its status, fields, attempts, tokens and time.
+
+    A thread waiting for a person also shows the question and the answers it takes.
+    """
     session = cli_session(store_dir, readonly=True)
     row = _row(session, thread_id)
     events = session.store.events(row.id)
+    question = session.question(row.id) if row.state == ThreadStatus.WAITING else None
     if as_json:
-        click.echo(json.dumps(story_json(row, events), ensure_ascii=False, default=str))
+        data = story_json(row, events, question)
+        click.echo(json.dumps(data, ensure_ascii=False, default=str))
     else:
-        click.echo(story_text(row, events))
+        click.echo(story_text(row, events, question=question, full=full))
 
 
 def _row(session: Session, thread_id: str) -> ThreadRow:
@@ -165,7 +172,11 @@ def answer(
     store_dir: Path | None,
     as_json: bool,
 ) -> None:
-    """Answer for a human role of a waiting thread, then continue it."""
+    """Answer for a human role of a waiting thread, then continue it.
+
+    Without --status, --set or --file, in a terminal, it asks for the status and each field
+    as `run` does; elsewhere it says which options the answer takes.
+    """
     session = cli_session(store_dir)
     row = _row(session, thread_id)
     graph = _graph_for(session, row, graph_arg)
@@ -177,6 +188,12 @@ def answer(
         if status or assignments:
             fail("use either --file or --status/--set, not both")
         text = read_text_file(reply_file, "--file", dash_is_stdin=True)
+    elif not status and not assignments:
+        question = session.question(row.id, graph)
+        assert question is not None  # the thread waits: checked above
+        if as_json or not sys.stdin.isatty():
+            fail(answer_options(question))
+        text = ask_in_terminal(session, graph, question)
     else:
         # Values are typed by the field's schema: `--set budget=300` is a number where the
         # contract says integer, and stays the text "300" where it says string.

@@ -31,6 +31,7 @@ from ..store.base import EventStore, StoredEvent, ThreadRow
 from ..story import story_json
 from .options import ActorFor, RunOptions, ThreadResult
 from .session import Session, open_store
+from .waiting import Question
 
 T = TypeVar("T")
 StoreArg = EventStore | str | os.PathLike[str] | None
@@ -169,6 +170,7 @@ class ThreadInfo:
 
     row: ThreadRow
     events: list[StoredEvent]
+    question: Question | None = None  # what a waiting thread asks, and the answers it takes
 
     @cached_property
     def view(self) -> ThreadView:
@@ -199,14 +201,15 @@ class ThreadInfo:
         return self.view.state.reason
 
     def to_dict(self) -> dict[str, Any]:
-        return story_json(self.row, self.events)
+        return story_json(self.row, self.events, self.question)
 
 
 def get_thread(thread_id: str, *, store: StoreArg = None) -> ThreadInfo:
-    """A thread's state, steps and cost (an id, or a unique prefix or suffix of one)."""
-    session = Session(open_store(store))
+    """A thread's state, steps and cost (an id, or a unique prefix or suffix of one); for a
+    thread waiting for a person, `.question` (the prompt, the statuses and fields it takes)."""
+    session = Session(open_store(store, readonly=True))
     row = session.thread(thread_id)
-    return ThreadInfo(row, session.store.events(row.id))
+    return ThreadInfo(row, session.store.events(row.id), session.question(row.id))
 
 
 __all__ = [

@@ -29,13 +29,13 @@ from typing import Any
 from ..actors.anthropic import NO_KEY, env_credentials
 from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
-from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
+from ..core.outcomes import Answered, CancelRequested, Outcome, Refused, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
 from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
-from ..problems import Problem, has_errors
+from ..problems import GraphError, Problem, has_errors
 from ..recording import Recording, ReplayActor
 from ..spec.loader import load_graph
 from ..spec.models import Graph
@@ -65,6 +65,7 @@ from ..workspace_git import (
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import check_inputs, unpriced_models
 from .runner import advance
+from .waiting import Question, question_of
 
 Notify = Callable[[str], None]
 
@@ -312,6 +313,40 @@ class Session:
 
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.store.events(thread_id)])
+
+    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None:
+        """What a waiting thread asks, and the answers its role takes; None if it does not wait.
+
+        The role is the one `answer` would use: of `graph`, else of the thread's graph file,
+        else of the graph as it was when the thread started.
+        """
+        row = self.thread(thread_id)
+        state = self.state(row.id)
+        if state.status != ThreadStatus.WAITING:
+            return None
+        graph = graph or self._graph_quietly(row)
+        return question_of(state, graph.roles if graph is not None else {})
+
+    def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
+        """Why the moderator would refuse this answer (empty: it would take it); nothing is
+        recorded. Raises Refused when the thread does not wait for an answer at all."""
+        try:
+            engine.judge(graph, self.state(thread_id), Answered(text))
+        except Refused as exc:
+            if not exc.errors:
+                raise
+            return exc.errors
+        return ()
+
+    def _graph_quietly(self, row: ThreadRow) -> Graph | None:
+        try:
+            return load_graph(row.graph_path or row.graph)
+        except (GraphError, ValueError, OSError):
+            pass
+        try:  # the graph as it was when the thread started
+            return Graph.model_validate(self.store.snapshot(row.id))
+        except ValueError:
+            return None
 
     def view(self, thread_id: str) -> ThreadView:
         return thread_view([s.event for s in self.store.events(thread_id)])
