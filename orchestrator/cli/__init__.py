@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "threads": (
         "orchestrator.cli.threads",
         "threads",
-        "List, show, resume, answer, cancel, export threads.",
+        "List, show, resume, answer, cancel, export, prune threads.",
     ),
     "replay": ("orchestrator.cli.replay", "replay", "Replay recordings through the current graph."),
     "extract": (

@@ -185,7 +185,9 @@ def branch_report(tree: dict[str, Any]) -> str:
     if files:
         lines.append(f"  review: {git} diff {base} {branch}")
         lines.append(f"  take it: {git} merge {branch}")
-    lines.append(f"  clean up: {git} worktree remove {shown(tree['path'])}")
+    lines.append(
+        f"  clean up: orchestrator threads prune (or {git} worktree remove {shown(tree['path'])})"
+    )
     return "\n".join(lines)
 
 

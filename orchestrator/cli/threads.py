@@ -1,4 +1,4 @@
-"""`orchestrator threads ...`: list, show, resume, answer, cancel and export threads."""
+"""`orchestrator threads ...`: list, show, resume, answer, cancel, export and prune threads."""
 
 from __future__ import annotations
 
@@ -24,8 +24,16 @@ from ..spec.models import Graph
 from ..spec.yamlpos import typed_value
 from ..store.base import ThreadRow
 from ..story import story_json, story_text
-from .common import EXIT_OK, EXIT_USAGE, fail, parse_assignments, read_text_file, store_option
-from .drive import drive
+from .common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    fail,
+    parse_assignments,
+    read_text_file,
+    store_option,
+)
+from .drive import drive, shown
 from .interview import answer_options, ask_in_terminal
 from .session import cli_session, fail_session
 
@@ -271,3 +279,45 @@ def write_whole(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+@threads.command("prune")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@click.option(
+    "--branches",
+    is_flag=True,
+    help="Also delete the threads' branches whose commits are all on another branch.",
+)
+@store_option
+def prune(dry_run: bool, branches: bool, store_dir: Path | None) -> None:
+    """Remove the git worktrees of threads that completed, failed or were cancelled.
+
+    A worktree with changes not committed is kept, as are the threads' branches unless
+    --branches is given; even then a branch with commits on no other branch is kept.
+    """
+    items = cli_session(store_dir).prune(dry_run=dry_run, branches=branches)
+    would = "would remove" if dry_run else "removed"
+    for item in items:
+        click.echo(f"thread {item.thread_id} ({item.state}):")
+        if item.removed_worktree:
+            click.echo(f"  {would} worktree {shown(item.tree.path)}")
+        if item.deleted_branch:
+            click.echo(f"  {'would delete' if dry_run else 'deleted'} branch {item.tree.branch}")
+        for note in item.notes:
+            click.echo(f"  {'error: ' if item.failed else ''}{note}")
+    trees = sum(i.removed_worktree for i in items)
+    gone = sum(i.deleted_branch for i in items)
+    if not trees and not gone:
+        click.echo("nothing to prune" if not items else "nothing removed")
+    else:
+        click.echo(
+            f"{would} {trees} worktree{'s' if trees != 1 else ''}"
+            + (
+                f", {'would delete' if dry_run else 'deleted'} {gone} branch"
+                + ("es" if gone != 1 else "")
+                if branches
+                else ""
+            )
+            + ("" if branches else "; branches kept (--branches deletes the merged ones)")
+        )
+    sys.exit(EXIT_PROBLEMS if any(i.failed for i in items) else EXIT_OK)

@@ -12,7 +12,9 @@ engines all go through a `Session`, so they cannot drift apart:
 - advance: the runner, with the worktree recreated if it was removed, and the work committed on
   the thread's branch when the thread completes;
 - resume, answer, cancel: requests judged by the moderator (a refusal raises `Refused`);
-- read: a thread's summary row, its events and their typed view.
+- prune: the worktrees of threads that ended, and their merged branches;
+- read: a thread's summary row, its events and their typed view, and what a waiting thread
+  asks.
 
 Notes for the person (a dirty checkout, a recreated worktree, a changed graph) go to `notify`;
 the session prints nothing itself.
@@ -64,6 +66,7 @@ from ..workspace_git import (
 )
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import check_inputs, unpriced_models
+from .prune import Pruned, prune_worktrees
 from .runner import advance
 from .waiting import Question, question_of
 
@@ -295,6 +298,13 @@ class Session:
                 continue
             return self.store.thread(row.id)
         raise SessionError(f"thread {row.id} keeps changing; try the cancel again", usage=False)
+
+    def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Pruned]:
+        """Remove the git worktrees of ended threads (and with `branches`, their merged
+        branches); never work not committed or commits on no other branch (run/prune.py)."""
+        if self.directory is None:
+            return []
+        return prune_worktrees(self.directory, self.store, dry_run=dry_run, branches=branches)
 
     # ------------------------------------------------------------------ reading
 
