@@ -89,11 +89,16 @@ def drive(
     question = None
     if result.state == ThreadStatus.WAITING and not as_json:
         question = session.question(thread_id, graph)
+    replayed = recording is not None and result.state == ThreadStatus.COMPLETED and not as_json
+    if replayed:
+        click.echo("\nthe recorded run's final message, replayed:", err=True)
     code = report(result, as_json, question)
-    if recording is not None and result.state == ThreadStatus.COMPLETED and not as_json:
+    if replayed:
         click.echo(
-            "\n(a replay: the recorded replies were played, no model was called and no file "
-            "changed; without --replay the same command runs the roles for real)",
+            "\n(a replay: the recorded replies were played back. No model was called, no tool "
+            "ran and no file was changed now, including any file the message above lists: it "
+            "tells what the recorded run did. Without --replay the same command runs the roles "
+            "for real.)",
             err=True,
         )
     return code
