@@ -97,7 +97,7 @@ def drive(
         click.echo(
             "\n(a replay: the recorded replies were played back. No model was called, no tool "
             "ran and no file was changed now, including any file the message above lists: it "
-            "tells what the recorded run did. Without --replay the same command runs the roles "
+            "tells what the recorded run did; without --replay the same command runs the roles "
             "for real.)",
             err=True,
         )
