@@ -105,6 +105,15 @@ def config_path() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+def models_file_target() -> Path:
+    """The models file to write prices into: the one in effect, else where one would be read."""
+    found = config_path()
+    if found is not None:
+        return found
+    home = os.environ.get("ORCHESTRATOR_HOME")
+    return Path(home) / "models.yaml" if home else Path(".orchestrator") / "models.yaml"
+
+
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise ModelConfigError(f"{where}: expected a non-negative number, got {value!r}")

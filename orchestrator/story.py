@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core.events import ThreadStatus
 from .core.steps import StepView, ThreadView, thread_view
 from .ledger import TOKEN_KEYS, money, tokens
 from .store.base import StoredEvent, ThreadRow
+
+if TYPE_CHECKING:
+    from .run.waiting import Question
 
 
 def ledger(steps: tuple[StepView, ...]) -> dict[str, dict[str, Any]]:
@@ -56,11 +59,47 @@ def _short(value: Any, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+CUT_LINES = 40  # a long value in the text view: its first lines, and how to see the rest
+CUT_CHARS = 4000
+
+
+def cut(text: str, full: bool = False) -> tuple[str, str]:
+    """A long text's head and a note of what was left out ('' when nothing was)."""
+    if full:
+        return text, ""
+    lines = text.splitlines()
+    head = "\n".join(lines[:CUT_LINES])
+    if len(head) > CUT_CHARS:
+        head = head[:CUT_CHARS].rstrip() + "…"
+    if head == text or head == text.rstrip("\n"):
+        return text, ""
+    return head, f"{len(lines):,} lines, {len(text):,} characters in all"
+
+
+def _block(label: str, text: str, full: bool, thread_id: str, indent: str = "") -> list[str]:
+    head, note = cut(text, full)
+    lines = [label + head.replace("\n", "\n" + indent)]
+    if note:
+        lines.append(
+            f"{indent}[… cut: {note}; `orchestrator threads show {thread_id} --full` prints "
+            "everything, as does --json]"
+        )
+    return lines
+
+
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def story_text(row: ThreadRow, events: list[StoredEvent]) -> str:
+def story_text(
+    row: ThreadRow,
+    events: list[StoredEvent],
+    *,
+    question: Question | None = None,
+    full: bool = False,
+) -> str:
+    """The story as text. Long values are cut (`full` keeps them whole); a waiting thread's
+    `question` adds what it asks and how to answer it."""
     view = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
     total = sum(tokens(s.total_usage) for s in steps)
@@ -103,23 +142,48 @@ def story_text(row: ThreadRow, events: list[StoredEvent]) -> str:
     lines.append("")
     if state.ending is not None:
         lines.append(f"ending: {state.ending}" + (" (failure)" if state.status == "failed" else ""))
-        lines.append("final: " + (state.final or ""))
+        lines += _block("final: ", state.final or "", full, row.id)
         if state.recovery:
             lines.append("recovery: " + state.recovery)
     elif state.status != ThreadStatus.RUNNING:
-        lines.append(f"{state.status}: {state.reason}")
+        lines += _block(f"{state.status}: ", state.reason or "", full, row.id)
         if state.status == ThreadStatus.SUSPENDED:
             lines.append(f"continue with: orchestrator threads resume {row.id} [--message TEXT]")
         elif state.status == ThreadStatus.WAITING:
-            lines.append(f"answer with: orchestrator threads answer {row.id} --status ...")
+            lines += waiting_text(row.id, question, full)
     else:
         lines.append("running (or its process died; `threads resume` continues it)")
     return "\n".join(lines)
 
 
-def story_json(row: ThreadRow, events: list[StoredEvent]) -> dict[str, Any]:
+def waiting_text(thread_id: str, question: Question | None, full: bool = False) -> list[str]:
+    """The question a waiting thread asks, and the `threads answer` commands that answer it."""
+    interview = f"or run `orchestrator threads answer {thread_id}` in a terminal to be asked"
+    if question is None:
+        return [f"answer with: orchestrator threads answer {thread_id} --file REPLY.md", interview]
+    role = question.role
+    about = f": {role.description}" if role is not None and role.description else ""
+    lines = ["", f"question (step {question.step}, answered as '{question.role_name}'{about}):"]
+    lines += _block("  ", question.prompt, full, thread_id, indent="  ")
+    if role is None:
+        lines += [
+            "",
+            f"the graph has no role '{question.role_name}' any more; answer with a whole reply:",
+            f"  orchestrator threads answer {thread_id} --file REPLY.md",
+        ]
+        return lines
+    lines += ["", "answer with" + (" one of:" if len(question.forms) > 1 else ":")]
+    lines += [f"  {line}" for line in question.hints()]
+    lines.append(interview + " for each field")
+    return lines
+
+
+def story_json(
+    row: ThreadRow, events: list[StoredEvent], question: Question | None = None
+) -> dict[str, Any]:
     view: ThreadView = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
+    extra = {"waiting": question.to_dict()} if question is not None else {}
     return {
         **row.to_dict(),
         "graph_hash": row.graph_hash,
@@ -130,4 +194,5 @@ def story_json(row: ThreadRow, events: list[StoredEvent]) -> dict[str, Any]:
         "steps": [step_dict(s) for s in steps],
         "ledger": ledger(steps),
         "events": [{"seq": s.seq, "at": s.at, **s.event.to_dict()} for s in events],
+        **extra,
     }

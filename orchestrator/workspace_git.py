@@ -323,3 +323,63 @@ def finish_worktree(tree: Worktree, message: str) -> Outcome:
         commit = git(["rev-parse", "HEAD"], path).stdout.strip()
     head = git(["rev-parse", "HEAD"], path).stdout.strip()
     return Outcome(tree, commit, head, changed_files(tree))
+
+
+# --------------------------------------------------------------------------- cleaning up
+
+
+def worktree_present(tree: Worktree) -> bool:
+    return (Path(tree.path) / ".git").exists()
+
+
+def branch_exists(tree: Worktree) -> bool:
+    ref = f"refs/heads/{tree.branch}"
+    return git(["rev-parse", "--verify", "--quiet", ref], tree.repo, check=False).returncode == 0
+
+
+def worktree_changes(tree: Worktree) -> list[str]:
+    """`git status --porcelain` lines of the thread's worktree: work not committed."""
+    return git(["status", "--porcelain", "--untracked-files=normal"], tree.path).stdout.splitlines()
+
+
+def remove_worktree(tree: Worktree) -> None:
+    """`git worktree remove`, never forced: git refuses a worktree with changes not committed."""
+    git(["worktree", "remove", tree.path], tree.repo)
+
+
+def unmerged_commits(tree: Worktree) -> int:
+    """Commits of the thread's branch that no other branch holds.
+
+    "Other" is every local and remote-tracking branch except the threads' own
+    (`orchestrator/*`): a thread branch merged into `main`, or into a feature branch, has none.
+    """
+    out = git(
+        [
+            "rev-list",
+            "--count",
+            f"refs/heads/{tree.branch}",
+            "--not",
+            f"--exclude={BRANCH_PREFIX}*",
+            "--branches",
+            f"--exclude=*/{BRANCH_PREFIX}*",
+            "--remotes",
+        ],
+        tree.repo,
+    ).stdout
+    return int(out.strip() or 0)
+
+
+def delete_branch(tree: Worktree) -> None:
+    """Delete the thread's branch; the caller checked that its commits are merged elsewhere."""
+    git(["branch", "-D", tree.branch], tree.repo)
+
+
+def discard_worktree(tree: Worktree) -> None:
+    """Undo `create_worktree` for a thread that was never created; best effort, never raises."""
+    try:
+        git(["worktree", "remove", "--force", tree.path], tree.repo)
+        git(["branch", "-D", tree.branch], tree.repo)
+    except WorktreeError:
+        pass
+    sidecar = Path(tree.path).parent / f"{tree.thread_id}.json"
+    sidecar.unlink(missing_ok=True)

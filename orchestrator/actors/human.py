@@ -67,13 +67,14 @@ class HumanActor:
 
     async def play(self, request: ActRequest) -> ActReply:
         if self.ask is not None:
-            return ActReply(text=self._interview(request, self.ask), message=request.prompt)
+            return ActReply(text=self.interview(request, self.ask), message=request.prompt)
         if not (self.interactive and sys.stdin.isatty()):
             raise HumanNeeded(request.role_name)
-        text = await _in_daemon_thread(lambda: self._interview(request, input))
+        text = await _in_daemon_thread(lambda: self.interview(request, input))
         return ActReply(text=text, message=request.prompt)
 
-    def _interview(self, request: ActRequest, ask: Ask) -> str:
+    def interview(self, request: ActRequest, ask: Ask) -> str:
+        """Ask for the answer on this terminal (`ask` reads a line); the reply text."""
         contract = request.role.contract
         show = self.show
         show(f"\n== step {request.step}: you play '{request.role_name}' ==")

@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "threads": (
         "orchestrator.cli.threads",
         "threads",
-        "List, show, resume, answer, cancel, export threads.",
+        "List, show, resume, answer, cancel, export, prune threads.",
     ),
     "replay": ("orchestrator.cli.replay", "replay", "Replay recordings through the current graph."),
     "extract": (
@@ -74,3 +74,12 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:  # pragma: no cover - a command handles its own Ctrl-C first
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except Exception as exc:
+        # deferred: the store module pulls in pydantic; only a failing command pays for it
+        from ..store.base import StoreError
+
+        if not isinstance(exc, StoreError):
+            raise
+        # A full disk, a damaged or read-only store: the message names the file and what to do.
+        click.echo(f"error: {exc.message}", err=True)
+        sys.exit(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -48,13 +49,31 @@ def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str
         if not key:
             fail(f"{what} {pair!r}: the key is empty")
         if value.startswith("@"):
-            path = Path(value[1:])
-            try:
-                value = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                fail(f"{what} {key}=@{path}: cannot read the file: {exc.strerror or exc}")
+            value = read_text_file(Path(value[1:]), f"{what} {key}=@{value[1:]}")
         values[key] = value
     return values
+
+
+def read_text_file(path: Path, what: str, *, dash_is_stdin: bool = False) -> str:
+    """A file's text, or exit 2 naming the file: unreadable, or not UTF-8 text."""
+    stdin = dash_is_stdin and str(path) == "-"
+    try:
+        data = sys.stdin.buffer.read() if stdin else path.read_bytes()
+    except OSError as exc:
+        fail(f"{what}: cannot read {path}: {exc.strerror or exc}")
+    return decode_text(data, f"{what}: {'stdin' if stdin else path}")
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """UTF-8 text (a byte-order mark is dropped), or exit 2 saying where the bad byte is."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        fail(
+            f"{where} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+            "save it as UTF-8 (for example `iconv -f latin1 -t utf-8 FILE`) and try again"
+        )
 
 
 def typed_inputs(schema: dict[str, Any], raw: dict[str, str]) -> dict[str, Any]:
@@ -62,5 +81,19 @@ def typed_inputs(schema: dict[str, Any], raw: dict[str, str]) -> dict[str, Any]:
     # deferred: every command imports this module; only some need YAML
     from ..spec.yamlpos import typed_value
 
+    return {key: typed_value(value, input_schema_of(schema, key)) for key, value in raw.items()}
+
+
+def input_schema_of(schema: dict[str, Any], key: str) -> Any:
+    """The schema an input is checked against: its property, a matching pattern, or the rest."""
     props = schema.get("properties") or {}
-    return {key: typed_value(value, props.get(key)) for key, value in raw.items()}
+    if key in props:
+        return props[key]
+    for pattern, sub in (schema.get("patternProperties") or {}).items():
+        try:
+            if re.search(pattern, key):
+                return sub
+        except re.error:
+            continue
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None

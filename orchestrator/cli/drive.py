@@ -15,8 +15,9 @@ from ..core.outcomes import Outcome, Refused
 from ..recording import Recording
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import Session, SessionError
+from ..run.waiting import Question
 from ..spec.models import Graph
-from ..store.base import ThreadBusy
+from ..store.base import StoreError, ThreadBusy
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
 from .display import PlainPrinter, json_line
 from .live import LiveView, live_possible
@@ -68,6 +69,14 @@ def drive(
         return EXIT_WAITING
     except ThreadBusy as exc:
         fail(str(exc), EXIT_PROBLEMS)
+    except StoreError as exc:
+        if exc.kind in ("full", "io", "busy"):  # the thread is as it was at its last event
+            fail(
+                f"{exc.message}\n  thread {thread_id} keeps every step saved before; once "
+                f"that is fixed, continue it with: orchestrator threads resume {thread_id}",
+                EXIT_PROBLEMS,
+            )
+        fail(exc.message, EXIT_PROBLEMS)
     except SessionError as exc:
         fail_session(exc)
     except Refused as exc:
@@ -77,11 +86,19 @@ def drive(
                 click.echo(f"  - {error}", err=True)
             return EXIT_PROBLEMS
         fail(exc.message, EXIT_USAGE)
-    code = report(result, as_json)
-    if recording is not None and result.state == ThreadStatus.COMPLETED and not as_json:
+    question = None
+    if result.state == ThreadStatus.WAITING and not as_json:
+        question = session.question(thread_id, graph)
+    replayed = recording is not None and result.state == ThreadStatus.COMPLETED and not as_json
+    if replayed:
+        click.echo("\nthe recorded run's final message, replayed:", err=True)
+    code = report(result, as_json, question)
+    if replayed:
         click.echo(
-            "\n(a replay: the recorded replies were played, no model was called and no file "
-            "changed; without --replay the same command runs the roles for real)",
+            "\n(a replay: the recorded replies were played back. No model was called, no tool "
+            "ran and no file was changed now, including any file the message above lists: it "
+            "tells what the recorded run did; without --replay the same command runs the roles "
+            "for real.)",
             err=True,
         )
     return code
@@ -111,8 +128,11 @@ EXIT_FOR_STATE = {
 }
 
 
-def report(result: ThreadResult, as_json: bool) -> int:
-    """The outcome, as the result object (--json) or as lines for a person; the exit code."""
+def report(result: ThreadResult, as_json: bool, question: Question | None = None) -> int:
+    """The outcome, as the result object (--json) or as lines for a person; the exit code.
+
+    A thread that waits for a person shows the `threads answer` commands of `question`.
+    """
     tree = result.worktree
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
@@ -127,12 +147,24 @@ def report(result: ThreadResult, as_json: bool) -> int:
     else:
         if result.state in (ThreadStatus.SUSPENDED, ThreadStatus.WAITING):
             click.echo(f"thread {result.thread_id} is {result.state}: {result.reason}", err=True)
-            hint = (
-                f"orchestrator threads answer {result.thread_id}"
-                if result.state == ThreadStatus.WAITING
-                else f"orchestrator threads resume {result.thread_id} [--message TEXT]"
-            )
-            click.echo(f"  continue with: {hint}", err=True)
+            if result.state == ThreadStatus.SUSPENDED:
+                hint = f"orchestrator threads resume {result.thread_id} [--message TEXT]"
+                click.echo(f"  continue with: {hint}", err=True)
+            elif question is not None and question.role is not None:
+                click.echo(
+                    "  answer with" + (" one of:" if len(question.forms) > 1 else ":"), err=True
+                )
+                for line in question.hints():
+                    click.echo(f"    {line}", err=True)
+                click.echo(
+                    "  or, in a terminal, to be asked for each field: "
+                    f"orchestrator threads answer {result.thread_id}\n"
+                    f"  the question: orchestrator threads show {result.thread_id}",
+                    err=True,
+                )
+            else:
+                hint = f"orchestrator threads answer {result.thread_id}"
+                click.echo(f"  continue with: {hint}", err=True)
         else:
             click.echo(f"thread {result.thread_id} {result.state}: {result.reason}", err=True)
         if tree is not None:
@@ -162,7 +194,9 @@ def branch_report(tree: dict[str, Any]) -> str:
     if files:
         lines.append(f"  review: {git} diff {base} {branch}")
         lines.append(f"  take it: {git} merge {branch}")
-    lines.append(f"  clean up: {git} worktree remove {shown(tree['path'])}")
+    lines.append(
+        f"  clean up: orchestrator threads prune (or {git} worktree remove {shown(tree['path'])})"
+    )
     return "\n".join(lines)
 
 

@@ -100,7 +100,9 @@ def run(
         fail("--batch takes its inputs from the file: no TASK and no --replay")
     recording = _recording(replay_path, graph) if replay_path is not None else None
     try:
-        folder = session.preflight(graph, workspace=workspace, replay=recording is not None)
+        folder = session.preflight(
+            graph, workspace=workspace, replay=recording is not None, model=model
+        )
     except SessionError as exc:
         fail_session(exc)
     if batch_path is not None:

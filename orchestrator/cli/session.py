@@ -22,9 +22,13 @@ def note(text: str) -> None:
     click.echo(f"note: {text}", err=True)
 
 
-def cli_session(store_dir: Path | None) -> Session:
-    """The session every thread command works through, on `--store DIR` or the default store."""
+def cli_session(store_dir: Path | None, *, readonly: bool = False) -> Session:
+    """The session every thread command works through, on `--store DIR` or the default store.
+
+    Commands that only read (`threads list`, `show`, `export`) open the store `readonly`: they
+    create nothing, and work on a read-only file system.
+    """
     try:
-        return Session(open_store(store_dir), notify=note)
+        return Session(open_store(store_dir, readonly=readonly), notify=note)
     except SessionError as exc:
         fail_session(exc)

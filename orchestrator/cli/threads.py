@@ -1,9 +1,12 @@
-"""`orchestrator threads ...`: list, show, resume, answer, cancel and export threads."""
+"""`orchestrator threads ...`: list, show, resume, answer, cancel, export and prune threads."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,8 +24,17 @@ from ..spec.models import Graph
 from ..spec.yamlpos import typed_value
 from ..store.base import ThreadRow
 from ..story import story_json, story_text
-from .common import EXIT_OK, EXIT_USAGE, fail, parse_assignments, store_option
-from .drive import drive
+from .common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+    fail,
+    parse_assignments,
+    read_text_file,
+    store_option,
+)
+from .drive import drive, shown
+from .interview import answer_options, ask_in_terminal
 from .session import cli_session, fail_session
 
 
@@ -48,7 +60,7 @@ def ago(when: float) -> str:
 @click.option("--json", "as_json", is_flag=True)
 def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> None:
     """List threads, oldest first."""
-    rows = cli_session(store_dir).threads(state)
+    rows = cli_session(store_dir, readonly=True).threads(state)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row.to_dict(), ensure_ascii=False))
@@ -70,16 +82,22 @@ def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> No
 @threads.command("show")
 @click.argument("thread_id")
 @store_option
-@click.option("--json", "as_json", is_flag=True)
-def show(thread_id: str, store_dir: Path | None, as_json: bool) -> None:
-    """Tell the story of a thread: each step, its status, fields, attempts, tokens and time."""
-    session = cli_session(store_dir)
+@click.option("--full", is_flag=True, help="Print long values whole (by default they are cut).")
+@click.option("--json", "as_json", is_flag=True, help="Everything, as one JSON object.")
+def show(thread_id: str, store_dir: Path | None, full: bool, as_json: bool) -> None:
+    """Tell the story of a thread: each step, its status, fields, attempts, tokens and time.
+
+    A thread waiting for a person also shows the question and the answers it takes.
+    """
+    session = cli_session(store_dir, readonly=True)
     row = _row(session, thread_id)
     events = session.store.events(row.id)
+    question = session.question(row.id) if row.state == ThreadStatus.WAITING else None
     if as_json:
-        click.echo(json.dumps(story_json(row, events), ensure_ascii=False, default=str))
+        data = story_json(row, events, question)
+        click.echo(json.dumps(data, ensure_ascii=False, default=str))
     else:
-        click.echo(story_text(row, events))
+        click.echo(story_text(row, events, question=question, full=full))
 
 
 def _row(session: Session, thread_id: str) -> ThreadRow:
@@ -162,7 +180,11 @@ def answer(
     store_dir: Path | None,
     as_json: bool,
 ) -> None:
-    """Answer for a human role of a waiting thread, then continue it."""
+    """Answer for a human role of a waiting thread, then continue it.
+
+    Without --status, --set or --file, in a terminal, it asks for the status and each field
+    as `run` does; elsewhere it says which options the answer takes.
+    """
     session = cli_session(store_dir)
     row = _row(session, thread_id)
     graph = _graph_for(session, row, graph_arg)
@@ -173,7 +195,13 @@ def answer(
     if reply_file is not None:
         if status or assignments:
             fail("use either --file or --status/--set, not both")
-        text = sys.stdin.read() if str(reply_file) == "-" else _read(reply_file)
+        text = read_text_file(reply_file, "--file", dash_is_stdin=True)
+    elif not status and not assignments:
+        question = session.question(row.id, graph)
+        assert question is not None  # the thread waits: checked above
+        if as_json or not sys.stdin.isatty():
+            fail(answer_options(question))
+        text = ask_in_terminal(session, graph, question)
     else:
         # Values are typed by the field's schema: `--set budget=300` is a number where the
         # contract says integer, and stays the text "300" where it says string.
@@ -186,13 +214,6 @@ def answer(
         text = format_reply(status, fields)
     options = RunOptions(interactive=sys.stdin.isatty() and not as_json)
     sys.exit(drive(session, graph, row.id, options, as_json, first=Answered(text)))
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}")
 
 
 @threads.command("cancel")
@@ -224,7 +245,7 @@ def cancel(thread_id: str, store_dir: Path | None) -> None:
 @store_option
 def export(thread_id: str, out: Path | None, store_dir: Path | None) -> None:
     """Write a thread's recording (docs/format.md section 8), for replays and tests."""
-    session = cli_session(store_dir)
+    session = cli_session(store_dir, readonly=True)
     row = _row(session, thread_id)
     recording = recording_from_events([s.event for s in session.store.events(row.id)])
     text = recording.dump()
@@ -232,7 +253,71 @@ def export(thread_id: str, out: Path | None, store_dir: Path | None) -> None:
         click.echo(text, nl=False)
     else:
         try:
-            out.write_text(text, encoding="utf-8")
+            write_whole(out, text)
         except OSError as exc:
             fail(f"cannot write {out}: {exc.strerror or exc}", EXIT_USAGE)
         click.echo(f"wrote {out} ({len(recording.steps)} steps)", err=True)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write a temporary file beside `path`, then rename it: `path` is the old file or the new
+    one, never half of one (a full disk, Ctrl-C), and a recording read meanwhile is whole."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(temp, path.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+@threads.command("prune")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+@click.option(
+    "--branches",
+    is_flag=True,
+    help="Also delete the threads' branches whose commits are all on another branch.",
+)
+@store_option
+def prune(dry_run: bool, branches: bool, store_dir: Path | None) -> None:
+    """Remove the git worktrees of threads that completed, failed or were cancelled.
+
+    A worktree with changes not committed is kept, as are the threads' branches unless
+    --branches is given; even then a branch with commits on no other branch is kept.
+    """
+    items = cli_session(store_dir).prune(dry_run=dry_run, branches=branches)
+    would = "would remove" if dry_run else "removed"
+    for item in items:
+        click.echo(f"thread {item.thread_id} ({item.state}):")
+        if item.removed_worktree:
+            click.echo(f"  {would} worktree {shown(item.tree.path)}")
+        if item.deleted_branch:
+            click.echo(f"  {'would delete' if dry_run else 'deleted'} branch {item.tree.branch}")
+        for note in item.notes:
+            click.echo(f"  {'error: ' if item.failed else ''}{note}")
+    trees = sum(i.removed_worktree for i in items)
+    gone = sum(i.deleted_branch for i in items)
+    if not trees and not gone:
+        click.echo("nothing to prune" if not items else "nothing removed")
+    else:
+        click.echo(
+            f"{would} {trees} worktree{'s' if trees != 1 else ''}"
+            + (
+                f", {'would delete' if dry_run else 'deleted'} {gone} branch"
+                + ("es" if gone != 1 else "")
+                if branches
+                else ""
+            )
+            + ("" if branches else "; branches kept (--branches deletes the merged ones)")
+        )
+    sys.exit(EXIT_PROBLEMS if any(i.failed for i in items) else EXIT_OK)

@@ -41,7 +41,7 @@ def thread_path(
     directory = default_store_dir(store_dir)
     if not (Path(directory) / "threads.db").is_file():
         raise LookupError(f"no thread store in {directory} (pass --store DIR)")
-    store = SqliteStore(directory)
+    store = SqliteStore(directory, readonly=True)
     try:
         try:
             row = store.thread(thread_id)

@@ -8,7 +8,8 @@ line, and the other way round. Pass `store=MemoryStore()` for a thread that live
 Errors raise: `SessionError` (a request that cannot be carried out: no such thread, a broken
 graph, no credentials), `InputError` (inputs that do not fit the graph), `Refused` (a request
 the thread's state does not allow, or a person's answer that is invalid: `.errors` says why),
-`GraphError` (a graph that cannot be loaded), `ThreadBusy` (another process runs the thread).
+`GraphError` (a graph that cannot be loaded), `ThreadBusy` (another process runs the thread),
+`StoreError` (a full disk, a damaged or read-only store: the message names the file).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..store.base import EventStore, StoredEvent, ThreadRow
 from ..story import story_json
 from .options import ActorFor, RunOptions, ThreadResult
 from .session import Session, open_store
+from .waiting import Question
 
 StoreArg = EventStore | str | os.PathLike[str] | None
 
@@ -63,7 +65,10 @@ async def arun_thread(
     recording = replay if isinstance(replay, Recording | None) else load_recording(Path(replay))
     session = Session(open_store(store))
     folder = session.preflight(
-        graph, workspace=workspace, replay=recording is not None or actor_for is not None
+        graph,
+        workspace=workspace,
+        replay=recording is not None or actor_for is not None,
+        model=model or (options.model if options is not None else None),
     )
     values = dict(inputs or {})
     if recording is not None and not values:
@@ -160,6 +165,7 @@ class ThreadInfo:
 
     row: ThreadRow
     events: list[StoredEvent]
+    question: Question | None = None  # what a waiting thread asks, and the answers it takes
 
     @cached_property
     def view(self) -> ThreadView:
@@ -190,14 +196,15 @@ class ThreadInfo:
         return self.view.state.reason
 
     def to_dict(self) -> dict[str, Any]:
-        return story_json(self.row, self.events)
+        return story_json(self.row, self.events, self.question)
 
 
 def get_thread(thread_id: str, *, store: StoreArg = None) -> ThreadInfo:
-    """A thread's state, steps and cost (an id, or a unique prefix or suffix of one)."""
-    session = Session(open_store(store))
+    """A thread's state, steps and cost (an id, or a unique prefix or suffix of one); for a
+    thread waiting for a person, `.question` (the prompt, the statuses and fields it takes)."""
+    session = Session(open_store(store, readonly=True))
     row = session.thread(thread_id)
-    return ThreadInfo(row, session.store.events(row.id))
+    return ThreadInfo(row, session.store.events(row.id), session.question(row.id))
 
 
 __all__ = [

@@ -44,6 +44,10 @@ def read_batch(
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise BatchInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BatchInputError(
+            f"{path} is not UTF-8 text (bad byte at offset {exc.start})"
+        ) from None
     batch: list[dict[str, Any]] = []
     problems: list[str] = []
     for number, line in enumerate(lines, 1):

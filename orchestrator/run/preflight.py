@@ -1,11 +1,15 @@
-"""Checks on a thread's inputs before anything is created."""
+"""Checks before anything is created: the thread's inputs, and the prices a cost limit needs."""
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import Any
 
+from ..model_config import ModelConfigError, models_file_target, price_known, resolve_model
 from ..spec.models import Graph
 from ..spec.validator import compile_validator
+from .actors import model_settings
 
 
 class InputError(ValueError):
@@ -13,8 +17,22 @@ class InputError(ValueError):
 
 
 def check_inputs(graph: Graph, inputs: dict[str, Any]) -> None:
-    """Validate the thread's inputs against the graph's input schema. Raises InputError."""
+    """Validate the thread's inputs against the graph's input schema. Raises InputError.
+
+    An input the schema does not declare is refused (with the declared name it most looks
+    like), unless the schema takes more: see `takes_input`.
+    """
     schema = graph.input_schema
+    declared = sorted(declared_inputs(schema))
+    listed = ", ".join(declared) or "none"
+    unknown = [key for key in inputs if not takes_input(schema, key)]
+    if unknown:
+        lines = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, declared, n=1, cutoff=0.6)
+            guess = f"; did you mean '{close[0]}'?" if close else ""
+            lines.append(f"input '{key}' is not declared by graph '{graph.name}'{guess}")
+        raise InputError("; ".join(lines) + f" (declared inputs: {listed})")
     # The contracts' validator: bounded patterns, no $ref fetched from outside the schema.
     errors = sorted(compile_validator(schema).iter_errors(inputs), key=lambda e: list(e.path))
     if errors:
@@ -22,5 +40,72 @@ def check_inputs(graph: Graph, inputs: dict[str, Any]) -> None:
         for err in errors:
             where = ".".join(str(p) for p in err.path)
             lines.append(f"input '{where}': {err.message}" if where else err.message)
-        declared = ", ".join(sorted((schema.get("properties") or {}).keys())) or "none"
-        raise InputError("; ".join(lines) + f" (declared inputs: {declared})")
+        raise InputError("; ".join(lines) + f" (declared inputs: {listed})")
+
+
+def declared_inputs(schema: dict[str, Any]) -> set[str]:
+    """The names under `properties`, also those of `allOf`/`anyOf`/`oneOf` parts."""
+    names = set((schema.get("properties") or {}).keys())
+    for key in ("allOf", "anyOf", "oneOf"):
+        for part in schema.get(key) or []:
+            if isinstance(part, dict):
+                names |= declared_inputs(part)
+    return names
+
+
+def takes_input(schema: dict[str, Any], name: str) -> bool:
+    """Whether an input of this name may be given (docs/authoring.md section 7).
+
+    A declared name, a name matching a `patternProperties` pattern, or any name when the
+    schema says `additionalProperties: true` or gives a schema for them. A schema that says
+    nothing about other names takes only its own: JSON Schema would let a misspelt input
+    (`prioritty`) through, unnoticed, to the roles.
+    """
+    if name in declared_inputs(schema):
+        return True
+    patterns = schema.get("patternProperties") or {}
+    if any(_matches(pattern, name) for pattern in patterns):
+        return True
+    extra = schema.get("additionalProperties")
+    return extra is not None and extra is not False
+
+
+def _matches(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False  # `validate` reports a bad pattern; here it simply matches nothing
+
+
+def unpriced_models(graph: Graph, override: str | None = None) -> str | None:
+    """Why the graph's `max_cost_usd` could never trip, or None.
+
+    A model without a known price costs $0 in the ledger, so a cost limit over roles Claude
+    plays on such a model would never be reached: say which roles, which models, and where to
+    set their prices.
+    """
+    limit = graph.limits.max_cost_usd
+    if limit is None:
+        return None
+    try:
+        unpriced: dict[str, list[str]] = {}
+        for name, role in graph.roles.items():
+            if role.actor != "anthropic":
+                continue
+            model = resolve_model(model_settings(graph, role, override).model)
+            if not price_known(model):
+                unpriced.setdefault(model, []).append(name)
+    except ModelConfigError as exc:
+        return str(exc)
+    if not unpriced:
+        return None
+    which = "; ".join(
+        f"model '{model}' (role{'s' if len(roles) > 1 else ''} {', '.join(roles)})"
+        for model, roles in unpriced.items()
+    )
+    return (
+        f"graph '{graph.name}' sets max_cost_usd ({limit:g}), but no price is known for {which}, "
+        "so its cost would count as $0 and the limit could never be reached. Set the price "
+        f"under `prices:` in the models file {models_file_target()} (docs/models.md, "
+        '"The models file"), or choose a model with a known price'
+    )

@@ -16,6 +16,7 @@ another process appended (a cancel): the step in flight is then stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ from ..core.outcomes import (
 )
 from ..core.state import ThreadState
 from ..spec.models import Graph
-from ..store.base import EventStore, Owner, ThreadBusy
+from ..store.base import EventStore, Owner, StoreError, ThreadBusy
 from .actors import default_actor_for, model_settings
 from .options import ActorFor, RunOptions, ThreadResult
 from .preconditions import afailing
@@ -97,10 +98,13 @@ class LiveThread:
         renewed = time.monotonic()
         while True:
             await asyncio.sleep(self.options.poll_seconds)
-            if time.monotonic() - renewed >= renew_every:
-                self.store.renew(self.thread_id, self.owner)
-                renewed = time.monotonic()
-            outside = self.store.thread(self.thread_id).seq > self.seq and self.catch_up()
+            try:
+                if time.monotonic() - renewed >= renew_every:
+                    self.store.renew(self.thread_id, self.owner)
+                    renewed = time.monotonic()
+                outside = self.store.thread(self.thread_id).seq > self.seq and self.catch_up()
+            except StoreError:
+                continue  # the step's own append meets the same error and reports it
             if outside and self.state.status.ended and self.step_task is not None:
                 self.step_task.cancel()
 
@@ -117,8 +121,9 @@ async def advance(
     """Advance a thread until it completes, suspends, waits, fails or is cancelled.
 
     `first` (a resume request or a person's answer) is judged once this process holds the
-    thread's lease. Raises store.ThreadBusy when another live process holds it, and
-    core.outcomes.Refused when `first` cannot be taken.
+    thread's lease. Raises store.ThreadBusy when another live process holds it,
+    core.outcomes.Refused when `first` cannot be taken, and store.StoreError when the store
+    fails (the thread is then as its last saved event left it).
     """
     options = options or RunOptions()
     thread = LiveThread(graph, store, thread_id, options)
@@ -138,7 +143,10 @@ async def advance(
             raise
     finally:
         watcher.cancel()
-        store.release(thread_id, thread.owner)
+        # A store that just failed (a full disk) may fail this too; the lease of a process
+        # that is gone is taken over anyway, and the first error is the one to report.
+        with contextlib.suppress(StoreError):
+            store.release(thread_id, thread.owner)
     return thread.result()
 
 

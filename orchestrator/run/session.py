@@ -12,7 +12,9 @@ engines all go through a `Session`, so they cannot drift apart:
 - advance: the runner, with the worktree recreated if it was removed, and the work committed on
   the thread's branch when the thread completes;
 - resume, answer, cancel: requests judged by the moderator (a refusal raises `Refused`);
-- read: a thread's summary row, its events and their typed view.
+- prune: the worktrees of threads that ended, and their merged branches;
+- read: a thread's summary row, its events and their typed view, and what a waiting thread
+  asks.
 
 Notes for the person (a dirty checkout, a recreated worktree, a changed graph) go to `notify`;
 the session prints nothing itself.
@@ -29,17 +31,24 @@ from typing import Any
 from ..actors.anthropic import NO_KEY, env_credentials
 from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
-from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
+from ..core.outcomes import Answered, CancelRequested, Outcome, Refused, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
 from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
-from ..problems import Problem, has_errors
+from ..problems import GraphError, Problem, has_errors
 from ..recording import Recording, ReplayActor
 from ..spec.loader import load_graph
 from ..spec.models import Graph
-from ..store.base import EventStore, ThreadBusy, ThreadNotFound, ThreadRow, default_store_dir
+from ..store.base import (
+    EventStore,
+    StoreError,
+    ThreadBusy,
+    ThreadNotFound,
+    ThreadRow,
+    default_store_dir,
+)
 from ..store.sqlite import SqliteStore
 from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from ..workspace_git import (
@@ -47,6 +56,7 @@ from ..workspace_git import (
     WorktreeError,
     commit_message,
     create_worktree,
+    discard_worktree,
     ensure_worktree,
     find_repo,
     finish_worktree,
@@ -56,8 +66,10 @@ from ..workspace_git import (
 )
 from .options import ActorFor, RunOptions, ThreadResult
 from .preconditions import failing
-from .preflight import check_inputs
+from .preflight import check_inputs, unpriced_models
+from .prune import Pruned, prune_worktrees
 from .runner import advance
+from .waiting import Question, question_of
 
 Notify = Callable[[str], None]
 
@@ -83,15 +95,21 @@ class Started:
     worktree: Worktree | None
 
 
-def open_store(store: EventStore | str | os.PathLike[str] | None) -> EventStore:
-    """A store object as it is, else the SQLite store in that folder (default: docs/threads.md)."""
+def open_store(
+    store: EventStore | str | os.PathLike[str] | None, *, readonly: bool = False
+) -> EventStore:
+    """A store object as it is, else the SQLite store in that folder (default: docs/threads.md).
+
+    `readonly` opens it for reading only: nothing is created, and a store on a read-only file
+    system can still be listed, shown and exported.
+    """
     if store is not None and not isinstance(store, (str, os.PathLike)):
         return store
     directory = default_store_dir(store)
     try:
-        return SqliteStore(directory)
-    except Exception as exc:  # sqlite3.Error, OSError: an unusable store directory
-        raise SessionError(f"cannot open the thread store in {directory}: {exc}") from None
+        return SqliteStore(directory, readonly=readonly)
+    except StoreError as exc:
+        raise SessionError(exc.message, usage=False) from None
 
 
 class Session:
@@ -107,9 +125,17 @@ class Session:
     # ------------------------------------------------------------------ starting
 
     def preflight(
-        self, graph: Graph, *, workspace: str | os.PathLike[str] | None, replay: bool
+        self,
+        graph: Graph,
+        *,
+        workspace: str | os.PathLike[str] | None,
+        replay: bool,
+        model: str | None = None,
     ) -> Path:
-        """The checks before anything is created; returns the workspace folder, resolved."""
+        """The checks before anything is created; returns the workspace folder, resolved.
+
+        `model` is the model every role is played on (`--model`), if one is forced.
+        """
         problems = lint(graph)
         if has_errors(problems):
             raise SessionError(
@@ -120,6 +146,8 @@ class Session:
         plays_claude = any(role.actor == "anthropic" for role in graph.roles.values())
         if plays_claude and not replay and not env_credentials():
             raise SessionError(NO_KEY)
+        if not replay:
+            self.check_prices(graph, model)
         folder = Path(workspace or Path.cwd()).resolve()
         if not folder.is_dir():
             raise SessionError(f"the workspace {folder} is not a directory")
@@ -136,6 +164,12 @@ class Session:
             for name in unsandboxed_roles(graph):
                 self.notify(f"role '{name}' runs its processes without a sandbox (sandbox: off)")
         return folder
+
+    def check_prices(self, graph: Graph, model: str | None = None) -> None:
+        """Refuse a cost limit that could never trip: a model of unknown price counts $0."""
+        problem = unpriced_models(graph, model)
+        if problem is not None:
+            raise SessionError(problem)
 
     def start(
         self,
@@ -160,12 +194,17 @@ class Session:
             workspace=str(workspace),
         )
         state = engine.apply(ThreadState(), started)
-        self.store.create(
-            started,
-            state.summary(),
-            graph_path=str(graph.path or ""),
-            snapshot=graph.model_dump(mode="json"),
-        )
+        try:
+            self.store.create(
+                started,
+                state.summary(),
+                graph_path=str(graph.path or ""),
+                snapshot=graph.model_dump(mode="json"),
+            )
+        except StoreError:
+            if tree is not None:  # no thread will ever use it
+                discard_worktree(tree)
+            raise
         return Started(thread_id, workspace, tree)
 
     def _isolate(self, graph: Graph, folder: Path, thread_id: str) -> Worktree | None:
@@ -208,6 +247,8 @@ class Session:
         first: Outcome | None = None,
     ) -> ThreadResult:
         """Advance the thread as far as it goes; commit its work on its branch if it completes."""
+        if replay is None and actor_for is None:  # the roles' own actors: models are called
+            self.check_prices(graph, options.model if options is not None else None)
         tree = self.worktree(thread_id)
         if tree is not None:
             try:
@@ -265,6 +306,13 @@ class Session:
             return self.store.thread(row.id)
         raise SessionError(f"thread {row.id} keeps changing; try the cancel again", usage=False)
 
+    def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Pruned]:
+        """Remove the git worktrees of ended threads (and with `branches`, their merged
+        branches); never work not committed or commits on no other branch (run/prune.py)."""
+        if self.directory is None:
+            return []
+        return prune_worktrees(self.directory, self.store, dry_run=dry_run, branches=branches)
+
     # ------------------------------------------------------------------ reading
 
     def thread(self, thread_id: str) -> ThreadRow:
@@ -282,6 +330,40 @@ class Session:
 
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.store.events(thread_id)])
+
+    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None:
+        """What a waiting thread asks, and the answers its role takes; None if it does not wait.
+
+        The role is the one `answer` would use: of `graph`, else of the thread's graph file,
+        else of the graph as it was when the thread started.
+        """
+        row = self.thread(thread_id)
+        state = self.state(row.id)
+        if state.status != ThreadStatus.WAITING:
+            return None
+        graph = graph or self._graph_quietly(row)
+        return question_of(state, graph.roles if graph is not None else {})
+
+    def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
+        """Why the moderator would refuse this answer (empty: it would take it); nothing is
+        recorded. Raises Refused when the thread does not wait for an answer at all."""
+        try:
+            engine.judge(graph, self.state(thread_id), Answered(text))
+        except Refused as exc:
+            if not exc.errors:
+                raise
+            return exc.errors
+        return ()
+
+    def _graph_quietly(self, row: ThreadRow) -> Graph | None:
+        try:
+            return load_graph(row.graph_path or row.graph)
+        except (GraphError, ValueError, OSError):
+            pass
+        try:  # the graph as it was when the thread started
+            return Graph.model_validate(self.store.snapshot(row.id))
+        except ValueError:
+            return None
 
     def view(self, thread_id: str) -> ThreadView:
         return thread_view([s.event for s in self.store.events(thread_id)])

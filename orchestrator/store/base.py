@@ -35,6 +35,20 @@ class ThreadBusy(Exception):
     """Another process is advancing this thread (or just appended to it)."""
 
 
+class StoreError(Exception):
+    """The store cannot be read or written: a full disk, a damaged file, a read-only folder.
+
+    The message names the store's file and what to do. `kind` says which: `full`, `damaged`,
+    `unwritable`, `busy`, `io` or `other`. Whatever was saved before the error is kept: a
+    store writes each event in its own transaction, which either happens whole or not at all.
+    """
+
+    def __init__(self, message: str, kind: str = "other"):
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+
+
 @dataclass(frozen=True)
 class StoredEvent:
     seq: int

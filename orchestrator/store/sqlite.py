@@ -3,21 +3,38 @@
 Events are rows keyed by (thread, seq); the primary key makes a second writer of the same
 sequence number fail, which is how two processes are kept from both advancing a thread. A
 thread's summary row (state, steps, cost), computed by the caller from the folded state, is
-written in the same transaction as the event, so `threads list` never reads the log. Appending costs the same at step 10 and at step 10,000.
+written in the same transaction as the event, so `threads list` never reads the log. Appending
+costs the same at step 10 and at step 10,000.
+
+Every SQLite error becomes a `StoreError` naming the file and what to do (a full disk, a damaged
+file, a read-only folder), never a bare `sqlite3` traceback. A store opened `readonly` (the
+reading commands: `threads list`, `show`, `export`, `graph --thread`) creates nothing and works
+on a read-only file system; a folder without a store reads as a store without threads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..core.events import Event, ThreadStarted, ThreadStatus, event_from_dict
 from ..core.state import ThreadSummary
-from .base import Owner, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow, pid_alive
+from .base import (
+    Owner,
+    StoredEvent,
+    StoreError,
+    ThreadBusy,
+    ThreadNotFound,
+    ThreadRow,
+    pid_alive,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -60,21 +77,128 @@ _ROW_COLUMNS = (
 )
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def store_error(exc: sqlite3.Error, path: Path, doing: str) -> StoreError:
+    """What an SQLite error means for the person: the file, the cause, what to do."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
+    detail = str(exc)
+    if code == sqlite3.SQLITE_FULL:
+        return StoreError(
+            f"the disk holding the thread store {path} is full: {doing} failed ({detail}). "
+            "Free some space and try again; everything saved before is kept",
+            "full",
+        )
+    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return StoreError(
+            f"the thread store {path} is damaged: {doing} failed ({detail}). To keep what "
+            f"can still be read: `sqlite3 {path} .recover | sqlite3 recovered.db`, then put "
+            "recovered.db in its place as threads.db (or move the store folder aside to start "
+            "afresh)",
+            "damaged",
+        )
+    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
+        return StoreError(
+            f"the thread store {path} cannot be written: {doing} failed ({detail}). Its "
+            "folder or file system is read-only or not accessible. Reading commands (threads "
+            "list, show, export) still work; to run or continue threads use a writable --store "
+            "DIR",
+            "unwritable",
+        )
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreError(
+            f"the thread store {path} stayed locked by another process: {doing} failed "
+            f"({detail}). Try again",
+            "busy",
+        )
+    if code == sqlite3.SQLITE_IOERR:
+        return StoreError(
+            f"the thread store {path} could not be read or written: {doing} failed "
+            f"({detail}). The disk may be full, failing or gone; try again once it is fixed",
+            "io",
+        )
+    return StoreError(f"the thread store {path} failed: {doing} failed ({detail})")
+
+
+Method = Callable[Concatenate[Any, P], R]
+
+
+def guarded(doing: str) -> Callable[[Method[P, R]], Method[P, R]]:
+    """Turn the SQLite errors of a store method into a StoreError that says what to do."""
+
+    def wrap(method: Method[P, R]) -> Method[P, R]:
+        @functools.wraps(method)
+        def run(self: Any, *args: P.args, **kw: P.kwargs) -> R:
+            try:
+                return method(self, *args, **kw)
+            except sqlite3.Error as exc:
+                raise store_error(exc, self.path, doing) from None
+
+        return run
+
+    return wrap
+
+
+_CONNECT: dict[str, Any] = {"timeout": 30.0, "isolation_level": None, "check_same_thread": False}
+
+
 class SqliteStore:
-    def __init__(self, directory: str | Path, *, lease_seconds: float = LEASE_SECONDS):
+    def __init__(
+        self, directory: str | Path, *, lease_seconds: float = LEASE_SECONDS, readonly: bool = False
+    ):
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "threads.db"
         self.lease_seconds = lease_seconds
-        self._db = sqlite3.connect(
-            self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self.readonly = readonly
+        try:
+            self._db = self._open_readonly() if readonly else self._open()
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "opening it") from None
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the thread store folder {self.directory}: "
+                f"{exc.strerror or exc}; use a writable --store DIR",
+                "unwritable",
+            ) from None
+        db = sqlite3.connect(self.path, **_CONNECT)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(SCHEMA)
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """Read without writing anything: no folder, no WAL files, no schema created."""
+        if not self.path.is_file():  # no store yet: a store without threads
+            db = sqlite3.connect(":memory:", **_CONNECT)
+            db.executescript(SCHEMA)
+            return db
+        uri = self.path.resolve().as_uri()
+        db = sqlite3.connect(uri + "?mode=ro", uri=True, **_CONNECT)
+        try:
+            db.execute("SELECT count(*) FROM threads").fetchone()
+        except sqlite3.OperationalError as exc:
+            db.close()
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            if code not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
+                raise
+            # A read-only file system, and no -shm file beside the WAL database to read it
+            # through: nobody can be writing it, so it can be read as an immutable file.
+            db = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, **_CONNECT)
+        return db
 
     # -- threads
 
+    @guarded("saving a new thread")
     def create(
         self,
         started: ThreadStarted,
@@ -107,6 +231,7 @@ class SqliteStore:
             )
             self._insert(started.thread_id, 1, started, summary, now)
 
+    @guarded("saving an event")
     def append(self, thread_id: str, seq: int, event: Event, summary: ThreadSummary) -> StoredEvent:
         now = time.time()
         with self._tx():
@@ -145,6 +270,7 @@ class SqliteStore:
         if cur.rowcount != 1:
             raise ThreadBusy(f"thread {thread_id} was advanced by another process")
 
+    @guarded("reading a thread's events")
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         rows = self._db.execute(
             "SELECT seq, at, data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq",
@@ -152,8 +278,18 @@ class SqliteStore:
         ).fetchall()
         if not rows and not after:
             self.thread(thread_id)  # raises ThreadNotFound
-        return [StoredEvent(seq, at, event_from_dict(json.loads(data))) for seq, at, data in rows]
+        try:
+            return [
+                StoredEvent(seq, at, event_from_dict(json.loads(data))) for seq, at, data in rows
+            ]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"the thread store {self.path} is damaged: an event of thread {thread_id} "
+                f"cannot be read ({exc})",
+                "damaged",
+            ) from None
 
+    @guarded("reading a thread")
     def thread(self, thread_id: str) -> ThreadRow:
         row = self._db.execute(
             f"SELECT {_ROW_COLUMNS} FROM threads WHERE id = ?", (thread_id,)
@@ -169,6 +305,7 @@ class SqliteStore:
             row = rows[0]
         return _row(row)
 
+    @guarded("listing threads")
     def threads(self, state: str | None = None) -> list[ThreadRow]:
         query = f"SELECT {_ROW_COLUMNS} FROM threads"
         args: tuple[Any, ...] = ()
@@ -177,12 +314,14 @@ class SqliteStore:
             args = (state,)
         return [_row(r) for r in self._db.execute(query + " ORDER BY id", args).fetchall()]
 
+    @guarded("reading a thread's graph")
     def snapshot(self, thread_id: str) -> dict[str, Any]:
         row = self._db.execute("SELECT snapshot FROM threads WHERE id = ?", (thread_id,)).fetchone()
         return json.loads(row[0]) if row else {}
 
     # -- leases
 
+    @guarded("taking a thread's lease")
     def acquire(self, thread_id: str, owner: Owner) -> None:
         now = time.time()
         with self._tx():
@@ -207,12 +346,14 @@ class SqliteStore:
                 (owner.token, owner.pid, owner.host, now + self.lease_seconds, thread_id),
             )
 
+    @guarded("renewing a thread's lease")
     def renew(self, thread_id: str, owner: Owner) -> None:
         self._db.execute(
             "UPDATE threads SET lease_expires = ? WHERE id = ? AND lease_token = ?",
             (time.time() + self.lease_seconds, thread_id, owner.token),
         )
 
+    @guarded("releasing a thread's lease")
     def release(self, thread_id: str, owner: Owner) -> None:
         self._db.execute(
             "UPDATE threads SET lease_token = NULL, lease_pid = NULL, lease_host = NULL,"
@@ -245,6 +386,16 @@ class _Transaction:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error:
+                self._rollback()  # a failed COMMIT (a full disk) leaves the transaction open
+                raise
         else:
+            self._rollback()
+
+    def _rollback(self) -> None:
+        # SQLite may have rolled back already (after SQLITE_FULL, for one): then there is
+        # nothing to undo, and the error that got us here is the one to report.
+        with contextlib.suppress(sqlite3.Error):
             self.db.execute("ROLLBACK")

@@ -1,0 +1,122 @@
+"""A thread waiting for a person: what `threads show` and `run` tell, and `threads answer`
+asking in a terminal as `run` does."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator import get_thread
+from tests.cli_helpers import Project
+from tests.test_lifecycle import _read_until
+from tests.test_threads_cli import HUMAN_GRAPH
+
+PROPOSAL = "---\n$status: proposed\nproposal: buy owls\n---\n"
+GRAPH = HUMAN_GRAPH.replace(
+    "budget: { type: integer }",
+    "budget: { type: integer, description: in dollars }, note: { type: string }",
+)
+
+
+def waiting(tmp_path: Path) -> tuple[Project, str, subprocess.CompletedProcess[str]]:
+    project = Project(tmp_path)
+    project.graph(GRAPH, "approve")
+    project.script(worker=[PROPOSAL])
+    out = project.run("run", "approve", "owls")
+    assert out.returncode == 3, out.stderr
+    return project, project.threads()[0]["id"], out
+
+
+def test_show_tells_the_question_and_the_answers_it_takes(tmp_path: Path) -> None:
+    project, thread_id, run = waiting(tmp_path)
+    yes = f"orchestrator threads answer {thread_id} --status yes --set budget=..."
+    no = f"orchestrator threads answer {thread_id} --status no --set why=..."
+    assert yes in run.stderr and no in run.stderr  # the end of `run` says it too
+
+    out = project.run("threads", "show", thread_id)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "question (step 2, answered as 'boss': A person who approves):" in text
+    assert "  Approve? buy owls" in text
+    assert yes in text and no in text and "--status ..." not in text
+    assert "budget: integer, required (in dollars)" in text
+    assert "note: string, optional" in text
+    assert f"orchestrator threads answer {thread_id}` in a terminal" in text
+
+    data = json.loads(project.run("threads", "show", thread_id, "--json").stdout)
+    assert data["waiting"]["prompt"] == "Approve? buy owls"
+    answers = {a["status"]: a for a in data["waiting"]["answers"]}
+    assert answers["yes"]["required"] == ["budget"] and answers["yes"]["optional"] == ["note"]
+    assert answers["no"]["command"] == no
+
+    info = get_thread(thread_id, store=project.store)
+    assert info.question is not None and info.question.prompt == "Approve? buy owls"
+
+
+def test_answer_without_options_and_without_a_terminal_says_what_to_pass(tmp_path: Path) -> None:
+    project, thread_id, _ = waiting(tmp_path)
+    out = project.run("threads", "answer", thread_id)
+    assert out.returncode == 2
+    assert "no terminal" in out.stderr
+    assert f"answer {thread_id} --status yes --set budget=..." in out.stderr
+    assert f"answer {thread_id} --file REPLY.md" in out.stderr
+    assert project.threads()[0]["state"] == "waiting"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_answer_in_a_terminal_asks_like_run_and_commits_through_the_session(
+    tmp_path: Path,
+) -> None:
+    project, thread_id, _ = waiting(tmp_path)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        project.cmd("threads", "answer", thread_id),
+        cwd=project.root,
+        env={**project.env(), "TERM": "dumb"},
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    try:
+        screen = _read_until(leader, b"status>", 60)
+        assert b"Approve? buy owls" in screen, screen
+        assert b"Statuses: yes, no" in screen
+        os.write(leader, b"yes\n")
+        screen += _read_until(leader, b"budget>", 30)
+        os.write(leader, b"lots\n")  # not an integer: shown the error, asked again
+        screen += _read_until(leader, b"note (optional, Enter to skip)>", 30)
+        os.write(leader, b"\n")
+        screen += _read_until(leader, b"notes (optional)>", 30)
+        os.write(leader, b"\n")
+        screen += _read_until(leader, b"status>", 30)
+        assert b"was not accepted" in screen and b"budget" in screen
+        os.write(leader, b"yes\n")
+        screen += _read_until(leader, b"budget>", 30)
+        os.write(leader, b"300\n")
+        screen += _read_until(leader, b"Enter to skip)>", 30)
+        os.write(leader, b"\n")
+        screen += _read_until(leader, b"notes (optional)>", 30)
+        os.write(leader, b"fine\n")
+        screen += _read_until(leader, b"Approved with budget 300", 60)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(leader)
+    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.decode(errors="replace"))
+    assert proc.returncode == 0, text
+    assert "Approved with budget 300" in text
+    assert project.threads()[0]["state"] == "completed"
+    committed = [e for e in project.events(thread_id) if e["type"] == "StepCommitted"]
+    assert committed[-1]["frontmatter"] == {"$status": "yes", "budget": 300}
+    assert committed[-1]["body"].strip() == "fine"
+    rejected = [e for e in project.events(thread_id) if e["type"] == "AttemptRejected"]
+    assert rejected == []  # a refused answer is asked again, never recorded
