@@ -116,3 +116,17 @@ def test_batch_exit_code_when_a_thread_suspends(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert sorted(line["line"] for line in lines) == [1, 2]
     assert {line["state"] for line in lines} == {"suspended"}
+
+
+def test_batch_lines_are_checked_with_the_i_values_merged(tmp_path: Path) -> None:
+    """`-i` values apply to every line, so a line may leave out what `-i` gives."""
+    from tests.cli_helpers import LOOP_GRAPH, Project
+
+    project = Project(tmp_path)
+    project.graph(LOOP_GRAPH, "loop")
+    project.script(worker=["---\n$status: done\nnote: ok\n---\n"])
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("{}\n{}\n")  # `task` is required and comes from -i
+    out = project.run("run", "loop", "--batch", "batch.jsonl", "-i", "task=shared")
+    assert out.returncode == 0, out.stderr
+    assert "2 of 2 completed" in out.stdout
