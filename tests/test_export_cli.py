@@ -65,10 +65,11 @@ def test_tricky_strings_are_read_back_identically(tmp_path: Path) -> None:
     assert again.to_dict() == recording.to_dict()
 
 
-def test_a_thread_with_a_five_megabyte_reply_exports_and_reads_back(tmp_path: Path) -> None:
+def test_a_thread_with_the_longest_replies_exports_and_reads_back(tmp_path: Path) -> None:
+    """Two replies just under the 1,000,000-character limit: about 2 MB to export and read."""
     project = Project(tmp_path)
     project.graph(LOOP_GRAPH, "loop")
-    body = "\n".join(f"line {i}: " + "x" * 60 for i in range(5_000_000 // 70))
+    body = "\n".join(f"line {i}: " + "x" * 60 for i in range(950_000 // 75))
     first = f"---\n$status: again\nnote: big\n---\n{body}\n"
     last = f"---\n$status: done\nnote: end\n---\n{body}\n"
     project.script(worker=[first, last])
