@@ -341,3 +341,22 @@ def test_optional_input_left_out_renders_through_sections(make_graph: MakeGraph)
         graph, ["---\n{}\n---\n"], inputs={"issue": "bug", "test_command": "make test"}
     )
     assert given.prompts == ["Fix bug (run make test)"]
+
+
+def test_a_resume_message_survives_a_step_that_fails_again(loop: Graph) -> None:
+    trace = simulate(loop, [], inputs={"topic": "t"})  # no reply: the first step fails
+    trace = resume(trace, loop, [], message="USE BRITISH SPELLING")  # and fails again
+    assert trace.state == "suspended"
+    trace = resume(trace, loop, [reply("stuck", question="q")])
+    assert trace.state == "completed"
+    assert "USE BRITISH SPELLING" in trace.steps[0].prompt
+
+
+def test_the_message_of_a_resume_from_an_ending_is_not_an_input(loop: Graph) -> None:
+    from orchestrator.recording import recording_from_events
+
+    trace = simulate(loop, [reply("stuck", question="what?")], inputs={"topic": "t"})
+    trace = resume(trace, loop, [reply("stuck", question="again?")], message="FIRST")
+    assert trace.steps[1].prompt == "Continue: FIRST"
+    events = [s.event for s in trace.store.events(trace.thread_id)]
+    assert recording_from_events(events).inputs == {"topic": "t"}

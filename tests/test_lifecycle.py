@@ -259,3 +259,22 @@ def test_run_says_up_front_when_no_sandbox_can_be_made(tmp_path: Path) -> None:
     assert project.threads() == []  # nothing was started
     ran = project.run("run", "shelly", "x")  # where a sandbox can be made, it runs
     assert ran.returncode == 0, ran.stderr
+
+
+def test_a_cancel_during_a_precondition_check_starts_no_agent(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    project.agent.write_text(SLOW_AGENT)
+    checked = tmp_path / "checking"
+    slow_check = f'[PYTHON, "-c", "import pathlib, time; pathlib.Path({str(checked)!r}).touch(); time.sleep(3)"]'
+    graph = LOOP_GRAPH.replace(
+        "    actor: { command: [PYTHON, AGENT], timeout: 60 }",
+        f"    actor: {{ command: [PYTHON, AGENT], timeout: 60 }}\n    requires: [{{ command: {slow_check} }}]",
+    )
+    project.graph(graph, "loop")
+    running = project.popen("run", "loop", "x")
+    assert wait_until(checked.exists, timeout=60)
+    (row,) = project.threads()
+    assert project.run("threads", "cancel", row["id"]).returncode == 0
+    _, stderr = running.communicate(timeout=30)
+    assert running.returncode == 1 and "cancelled" in stderr, stderr
+    assert not (tmp_path / "agent.started").exists()  # the step's agent never started

@@ -129,9 +129,14 @@ class ApplyRow:
 APPLY = [
     ApplyRow("A1 started: running", [START], lambda s: s.status == ThreadStatus.RUNNING),
     ApplyRow(
-        "A2 step in flight, resume message used up",
+        "A2 step in flight; the resume message is kept until the step commits",
         [*SUSPENDED, ThreadResumed("go on"), started()],
-        lambda s: s.in_flight is not None and s.in_flight.step == 1 and s.resume_message is None,
+        lambda s: s.in_flight is not None and s.in_flight.step == 1 and s.resume_message == "go on",
+    ),
+    ApplyRow(
+        "A4 the resume message is used up when its step commits",
+        [*SUSPENDED, ThreadResumed("go on"), started(), committed(1, "writer", "ask", draft="d")],
+        lambda s: s.resume_message is None,
     ),
     ApplyRow(
         "A3 rejected: still in flight, one repair used",
@@ -162,9 +167,14 @@ APPLY = [
         ),
     ),
     ApplyRow(
-        "A7 resumed from completed: $START.resume, message as an input",
+        "A7 resumed from an ending: $START.resume, the message seen as $inputs.message only",
         [*COMPLETED, ThreadResumed("again")],
-        lambda s: s.resume_from_end and s.inputs["message"] == "again" and s.final is None,
+        lambda s: (
+            s.resume_from_end
+            and s.end_message == "again"
+            and "message" not in s.inputs
+            and s.final is None
+        ),
     ),
     ApplyRow(
         "A7 resumed after a limit: limits count anew",
@@ -172,7 +182,7 @@ APPLY = [
         lambda s: s.budget_step == 1 and s.budget_visits == {"writer": 1},
     ),
     ApplyRow("A8 completed", COMPLETED, lambda s: s.status == ThreadStatus.COMPLETED),
-    ApplyRow("A9 failed", [START, ThreadFailed("boom")], lambda s: s.status.ended),
+    ApplyRow("A9 failed (older logs)", [START, ThreadFailed("boom")], lambda s: s.status.ended),
     ApplyRow("A9 cancelled", [START, ThreadCancelled()], lambda s: s.status.ended),
     ApplyRow(
         "cost and tokens add up",
@@ -371,6 +381,12 @@ JUDGE = [
         [(ThreadSuspended, {"kind": SuspendKind.INTERRUPTED, "step": 1})],
     ),
     JudgeRow("J12 Ctrl-C on a thread not running", WAITING, Interrupted(), []),
+    JudgeRow(
+        "J3 a person is asked again however often",
+        [*PERSON_IN_FLIGHT, AttemptRejected(2, "x", ["e"]), AttemptRejected(2, "y", ["e"])],
+        Replied(2, "still no frontmatter"),
+        [(AttemptRejected, {})],
+    ),
     JudgeRow("J13 cancel an ended thread", COMPLETED, CancelRequested(), "already completed"),
     JudgeRow("J14 cancel", WAITING, CancelRequested("no longer needed"), [(ThreadCancelled, {})]),
     JudgeRow(
@@ -385,6 +401,12 @@ JUDGE = [
         WRITING,
         ResumeRequested(),
         [(ThreadResumed, {"interrupted": True})],
+    ),
+    JudgeRow(
+        "J16 a running thread with no step in flight was not interrupted",
+        ASKED,
+        ResumeRequested(),
+        [(ThreadResumed, {"interrupted": False})],
     ),
     JudgeRow(
         "J17 resume a suspended thread",
@@ -442,3 +464,19 @@ def test_a_cancel_needs_no_graph() -> None:
     assert judge(None, fold(WAITING), CancelRequested()) == [ThreadCancelled()]
     with pytest.raises(ValueError):
         judge(None, fold(WAITING), Interrupted())
+
+
+def test_a_waiting_step_whose_role_is_gone_is_decided_again_on_resume(
+    graph: Graph, make_graph: Any
+) -> None:
+    renamed = make_graph(GRAPH.replace("person", "approver"), name="table")
+    state = fold(WAITING)
+    with pytest.raises(Refused, match="the graph no longer has role 'person'"):
+        judge(renamed, state, Answered(reply("yes")))
+    (resumed,) = judge(renamed, state, ResumeRequested())
+    apply(state, resumed)
+    command = decide(renamed, state)
+    assert isinstance(command, Record) and isinstance(command.event, StepStarted)
+    assert command.event.role == "approver" and command.event.step == 2
+    with pytest.raises(Refused, match="threads answer"):  # the old graph: answer it instead
+        judge(graph, fold(WAITING), ResumeRequested())

@@ -44,6 +44,15 @@ def run_batch_command(
         done += 1
         r = item.result
         if r is None:
+            if as_json:
+                line = {"line": item.line, "thread": item.thread_id, "error": item.error}
+                click.echo(json.dumps(line, ensure_ascii=False))
+            else:
+                click.echo(
+                    f"[{done}/{len(batch)}] line {item.line}: thread {item.thread_id} "
+                    f"left to another process: {item.error}",
+                    err=True,
+                )
             return
         if as_json:
             click.echo(json.dumps({"line": item.line, **r.to_dict()}, ensure_ascii=False))
@@ -77,8 +86,9 @@ def run_batch_command(
         )
     except KeyboardInterrupt:
         click.echo(
-            "\ninterrupted: the unfinished threads are suspended; see `orchestrator threads "
-            "list --status suspended` and resume each with `orchestrator threads resume ID`",
+            "\ninterrupted: the threads in progress are suspended (see `orchestrator threads "
+            "list --status suspended`; resume each with `orchestrator threads resume ID`); "
+            "the lines not started yet have no thread",
             err=True,
         )
         return EXIT_WAITING
@@ -87,6 +97,8 @@ def run_batch_command(
     if not as_json:
         summary(items)
     states = {item.result.state for item in items if item.result is not None}
+    if any(item.error for item in items):
+        return EXIT_PROBLEMS
     if states <= {ThreadStatus.COMPLETED}:
         return EXIT_OK
     if states & {ThreadStatus.FAILED, ThreadStatus.CANCELLED}:
@@ -100,6 +112,7 @@ def summary(items: list[BatchItem]) -> None:
     for item in items:
         r = item.result
         if r is None:
+            click.echo(f"{item.line:>4}  {item.thread_id:<26}  {'elsewhere':<10}  {item.error}")
             continue
         total += r.cost_usd
         reason = (r.reason or "")[:60] if r.state != ThreadStatus.COMPLETED else ""

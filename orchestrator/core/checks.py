@@ -1,18 +1,20 @@
-"""What decide() checks before a step starts: the limits (D7) and the step's location (D5).
+"""What the moderator checks: the limits (D7) and a step's location (D5b) before a step starts,
+and a reply's size before it is read (J2).
 
 Pure functions of the state; the rules they apply are listed in engine.py's theory of operation.
 """
 
 from __future__ import annotations
 
-from ..spec.models import Edge
+from ..extract import ExtractError, Output, extract_output
+from ..spec.models import Edge, Role
 from .commands import Limits, Record
 from .events import SuspendKind, ThreadSuspended
 from .state import ThreadState
 
 
-def suspend(reason: str, kind: SuspendKind) -> Record:
-    return Record(ThreadSuspended(reason, kind))
+def suspend(reason: str, kind: SuspendKind, step: int | None = None) -> Record:
+    return Record(ThreadSuspended(reason, kind, step=step))
 
 
 def check_limits(state: ThreadState, edge: Edge, limits: Limits) -> Record | None:
@@ -60,3 +62,18 @@ def location_problem(location: str) -> str | None:
         if depth < 0:
             return "leads outside the workspace"
     return None
+
+
+MAX_REPLY_CHARS = 1_000_000  # a reply over this is rejected unread, and kept cut
+KEPT_OF_A_HUGE_REPLY = 20_000
+
+
+def extract_reply(text: str, role: Role) -> Output:
+    if len(text) > MAX_REPLY_CHARS:
+        raise ExtractError(
+            [
+                f"the reply has {len(text):,} characters; at most {MAX_REPLY_CHARS:,} are "
+                "accepted: write long content to files in the workspace and reply with a summary"
+            ]
+        )
+    return extract_output(text, role)

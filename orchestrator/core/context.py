@@ -30,6 +30,8 @@ def _inputs(graph: Graph, state: ThreadState) -> dict[str, Any]:
     declared = graph.input_schema.get("properties")
     inputs = dict.fromkeys(declared, None) if isinstance(declared, dict) else {}
     inputs.update(state.inputs)
+    if state.end_message is not None:
+        inputs["message"] = state.end_message
     return inputs
 
 

@@ -15,38 +15,45 @@ reads no clock and draws no random numbers; three pure functions hold every rule
                                          raises Refused when the outcome cannot be taken
 
 The runner carries RunStep commands to actors and their outcomes back; the session layer turns
-requests (answer, resume, cancel, interrupt) into outcomes. Neither decides anything.
+requests (answer, resume, cancel) into outcomes, and the runner reports an interruption as one.
+Neither decides anything. (What the runner turns into ActorFailed itself is I/O it alone sees:
+a location that escapes through a symbolic link or cannot be made, an actor's unexpected error.)
 
 apply: the states
     A1 ThreadStarted            -> running
-    A2 StepStarted(n, role)     -> step n in flight (its prompt fixed now); a pending resume
-                                   message is used up
+    A2 StepStarted(n, role)     -> step n in flight (its prompt fixed now)
     A3 AttemptRejected(n)       -> the step stays in flight; one more repair used
-    A4 StepCommitted(n, status) -> step n done (the next edge is graph[role][status]); a waiting
-                                   thread (a person answered) is running again
+    A4 StepCommitted(n, status) -> step n done (the next edge is graph[role][status]); a pending
+                                   resume message is used up (a step that fails again keeps it
+                                   for the next resume); a waiting thread (a person answered)
+                                   is running again
     A5 HumanWaiting(n)          -> waiting: a person must answer step n
     A6 ThreadSuspended(kind)    -> suspended, with the reason and kind
     A7 ThreadResumed(message)   -> running. The step in flight is decided again from its edge
-                                   (same number, prompt re-rendered plus the message, repairs
-                                   anew). From completed, $START.resume is taken next with the
-                                   message as $inputs.message. After a limit, limits count anew.
+                                   (same number, prompt re-rendered plus a non-empty message,
+                                   repairs anew). From an ending, $START.resume is taken next with
+                                   the message as $inputs.message (not kept as an input). After a
+                                   limit, limits count anew.
     A8 ThreadCompleted(final, ending, outcome)
                                 -> completed, or failed when the ending's outcome is failure;
                                    either way resumable through $START.resume
-    A9 ThreadFailed, ThreadCancelled -> failed, cancelled: ended for good
+    A9 ThreadCancelled          -> cancelled: ended for good. (ThreadFailed, failed for good, is
+                                   no longer emitted; it is folded when an older log holds it.)
     Cost and tokens add up from AttemptRejected, StepCommitted and ThreadSuspended.
 
 decide: on a thread that is not running                                      D1 Idle
-        a step in flight whose role the graph no longer has                  D2 Record(Suspended: graph)
+        a step in flight whose role the graph no longer has (a resume under a
+        changed graph re-decides such a step from its edge first, A7)        D2 Record(Suspended: graph)
         a step in flight                                                     D3 RunStep
         otherwise the next edge: $START._ first, $START.resume after a resume from an ending,
         else graph[last role][last status]; of a guarded list, the first edge whose CEL `when`
         holds, else the last (the default)
           no such edge                                                       D4 Record(Suspended: graph)
           a guard fails to evaluate (a null compared, a wrong type)          D4b Record(Suspended: guard)
+          no guard holds and the last edge has one too                       D4c Record(Suspended: graph)
           its prompt (or location) does not render                           D5 Record(Suspended: template)
           its location is not a folder inside the workspace (absolute, `..`,
-          a NUL, too long)                                                   D5 Record(Suspended: graph)
+          a NUL, too long)                                                   D5b Record(Suspended: graph)
           it leads to $END                                                   D6 Record(Completed: prompt,
                                                                                  ending, outcome,
                                                                                  rendered recovery)
@@ -54,18 +61,20 @@ decide: on a thread that is not running                                      D1 
           else                                                               D8 Record(StepStarted)
     A committed step is never run again; a step in flight when a process died runs again.
 
-judge: outcomes of a step (Replied, ActorFailed, NeedsPerson) for a step not in flight
+judge: outcomes of a step (Replied, ActorFailed, PreconditionFailed, NeedsPerson) for a step not in flight
        (the thread was cancelled meanwhile)                                  J1 nothing
     Replied (an actor's reply text), extracted against the role's contract:
           invalid (or over MAX_REPLY_CHARS, kept cut), repairs left          J2 AttemptRejected
-          invalid, repairs used up (more than max_repairs rejected)          J3 AttemptRejected, Suspended: repairs
+          invalid, repairs used up (more than max_repairs rejected; a person
+          answering in a terminal is asked again however often)              J3 AttemptRejected, Suspended: repairs
           $status: $SUSPEND                                                  J4 Suspended: role
           valid                                                              J5 StepCommitted
     ActorFailed(kind)                                                        J6 Suspended: kind
     PreconditionFailed (the role's `requires:` did not hold)                 J6b Suspended: precondition
     NeedsPerson (a human role and no terminal)                               J7 HumanWaiting
-    Answered (a person's answer from outside): refused unless the thread is waiting, refused
-          with the errors when invalid (nothing recorded);                   J8 Refused
+    Answered (a person's answer from outside): refused unless the thread is waiting for a role
+          the graph still has, refused with the errors when invalid
+          (nothing recorded)                                                 J8 Refused
           else as Replied                                                    J9 StepCommitted / Suspended: role
     Interrupted (Ctrl-C, a cancelled task) on a running thread: a human step
           in flight waits for its answer                                     J10 HumanWaiting
@@ -73,18 +82,26 @@ judge: outcomes of a step (Replied, ActorFailed, NeedsPerson) for a step not in 
           on a thread that is not running                                    J12 nothing
     CancelRequested: refused on an ended thread                              J13 Refused
           else                                                               J14 ThreadCancelled
-    ResumeRequested(message): refused when cancelled, failed (but at an ending), waiting
-          (answer it), or at an ending with no $START.resume edge           J15 Refused
-          running (its process died)                                         J16 ThreadResumed(interrupted)
+    ResumeRequested(message): refused when not started, cancelled, failed (but at an ending),
+          waiting for a role the graph still has (answer it), or at an ending with no
+          $START.resume edge                                                 J15 Refused
+          running with a step in flight (its process died)                   J16 ThreadResumed(interrupted)
           else                                                               J17 ThreadResumed
 """
 
 from __future__ import annotations
 
-from ..extract import ExtractError, Output, extract_output
-from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph, Role
+from ..extract import ExtractError
+from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph
 from ..templates import TemplateEmptyError, TemplateSyntaxError, TemplateVarError, render_prompt
-from .checks import check_limits, location_problem
+from .checks import (
+    KEPT_OF_A_HUGE_REPLY,
+    MAX_REPLY_CHARS,
+    check_limits,
+    extract_reply,
+    location_problem,
+    suspend,
+)
 from .commands import Command, Idle, Limits, Record, RunStep, limits_for
 from .context import guard_names, template_context
 from .events import (
@@ -145,7 +162,6 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.in_flight = InFlight(
                 event.step, event.role, event.prompt, event.source, event.status, event.location
             )
-            state.resume_message = None
             state.resume_from_end = False
         case AttemptRejected():
             if state.in_flight is not None:
@@ -167,6 +183,7 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.visits.setdefault(event.role, []).append(len(state.steps) - 1)
             _add_usage(state, event.usage, event.cost_usd)
             state.in_flight = None
+            state.resume_message = None  # it reached the step it was meant for
             if state.status == ThreadStatus.WAITING:
                 state.status = ThreadStatus.RUNNING
                 state.reason = None
@@ -182,10 +199,11 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             if state.ending is not None:  # from an ending, success or failure
                 state.resume_from_end = True
                 state.final = state.ending = state.recovery = None
-                if event.message is not None:
-                    state.inputs = {**state.inputs, "message": event.message}
-            elif event.message:
-                state.resume_message = event.message
+                state.end_message = event.message  # $inputs.message on $START.resume
+            else:
+                state.end_message = None
+                if event.message:
+                    state.resume_message = event.message
             state.in_flight = None
             if state.suspend_kind == SuspendKind.LIMIT:
                 state.budget_step = len(state.steps)
@@ -195,6 +213,7 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.reason = None
             state.suspend_kind = None
         case ThreadCompleted():
+            state.resume_message = None
             failed = event.outcome == "failure"
             state.status = ThreadStatus.FAILED if failed else ThreadStatus.COMPLETED
             state.final = event.final
@@ -220,10 +239,6 @@ def fold(events: list[Event]) -> ThreadState:
 # --------------------------------------------------------------------------- decide
 
 
-def _suspend(reason: str, kind: SuspendKind, step: int | None = None) -> Record:
-    return Record(ThreadSuspended(reason, kind, step=step))
-
-
 def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Command:
     """The next command for a thread. Pure: same graph and state, same command. D1-D8."""
     if state.status != ThreadStatus.RUNNING:
@@ -231,7 +246,7 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
     if state.in_flight is not None:
         f = state.in_flight
         if f.role not in graph.roles:  # the graph changed under a resumed thread
-            return _suspend(
+            return suspend(
                 f"step {f.step}: the graph no longer has role '{f.role}'", SuspendKind.GRAPH, f.step
             )
         attempts = tuple((reply, tuple(errors)) for reply, errors in f.attempts)
@@ -250,19 +265,19 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
         location = render_prompt(edge.location, context) if edge.location else None
         recovery = render_prompt(edge.recovery, context) if edge.recovery else None
     except TemplateVarError as exc:
-        return _suspend(
+        return suspend(
             f"{label}: template variable '{exc.name}' resolves to nothing "
             f"(run `orchestrator validate` to check the graph's templates)",
             SuspendKind.TEMPLATE,
         )
     except TemplateEmptyError:
-        return _suspend(f"{label}: the prompt rendered empty", SuspendKind.TEMPLATE)
+        return suspend(f"{label}: the prompt rendered empty", SuspendKind.TEMPLATE)
     except TemplateSyntaxError as exc:
-        return _suspend(f"{label}: template syntax error: {exc}", SuspendKind.TEMPLATE)
+        return suspend(f"{label}: template syntax error: {exc}", SuspendKind.TEMPLATE)
 
     if location is not None and (problem := location_problem(location)):
         shown = location if len(location) <= 60 else location[:60] + "…"
-        return _suspend(f"{label}: location {shown!r} {problem}", SuspendKind.GRAPH)
+        return suspend(f"{label}: location {shown!r} {problem}", SuspendKind.GRAPH)
     if edge.role == END:
         ending, outcome = edge.ending or "done", edge.outcome or "success"
         return Record(ThreadCompleted(prompt, ending, outcome, recovery, option))
@@ -294,12 +309,12 @@ def _choose_edge(
             if evaluate(edge.when, names):
                 return option, edge
         except GuardError as exc:
-            return _suspend(
+            return suspend(
                 f"edge {source} --{status}--> {edge.role} (edge {option + 1} of "
                 f"{len(edges)}): its guard `{edge.when}` failed: {exc}",
                 SuspendKind.GUARD,
             )
-    return _suspend(  # `validate` reports this as guard-no-default
+    return suspend(  # `validate` reports this as guard-no-default
         f"no edge for status '{status}' of '{source}' has a guard that holds, and the last one "
         "has a `when` too (the last edge of a list must be the default, without `when`)",
         SuspendKind.GRAPH,
@@ -317,12 +332,12 @@ def _next_edge_key(state: ThreadState) -> tuple[str, str]:
 
 def _missing_edge(graph: Graph, source: str, status: str) -> Record:
     if source == START and status == RESUME:
-        return _suspend(
+        return suspend(
             "the graph has no `$START.resume` edge, so a completed thread cannot continue",
             SuspendKind.GRAPH,
         )
     known = ", ".join(sorted(graph.graph.get(source, {}))) or "none"
-    return _suspend(
+    return suspend(
         f"role '{source}' replied status '{status}' but the graph has no edge for it "
         f"(edges of '{source}': {known}); fix the graph and resume",
         SuspendKind.GRAPH,
@@ -391,25 +406,10 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
     raise TypeError(f"not an outcome: {outcome!r}")
 
 
-MAX_REPLY_CHARS = 1_000_000  # a reply over this is rejected unread, and kept cut
-KEPT_OF_A_HUGE_REPLY = 20_000
-
-
-def _extract(text: str, role: Role) -> Output:
-    if len(text) > MAX_REPLY_CHARS:
-        raise ExtractError(
-            [
-                f"the reply has {len(text):,} characters; at most {MAX_REPLY_CHARS:,} are "
-                "accepted: write long content to files in the workspace and reply with a summary"
-            ]
-        )
-    return extract_output(text, role)
-
-
 def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
     role = graph.roles[f.role]  # decide() suspended a step whose role is gone (D2)
     try:
-        output = _extract(outcome.text, role)
+        output = extract_reply(outcome.text, role)
     except ExtractError as exc:
         kept = outcome.text
         if len(kept) > MAX_REPLY_CHARS:  # the log keeps what a person needs to see why
@@ -418,7 +418,7 @@ def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
             AttemptRejected(f.step, kept, list(exc.errors), outcome.usage, outcome.cost_usd)
         ]  # J2
         rejected = len(f.attempts) + 1
-        if rejected > role.max_repairs:
+        if rejected > role.max_repairs and role.actor != "human":  # a person is asked again
             events.append(
                 ThreadSuspended(
                     f"step {f.step} ({f.role}): the reply was invalid {rejected} time(s) and "
@@ -467,7 +467,7 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
     if role is None:
         raise Refused(f"the graph no longer has role '{f.role}', which step {f.step} waits for")
     try:
-        _extract(outcome.text, role)
+        extract_reply(outcome.text, role)
     except ExtractError as exc:
         raise Refused(
             f"the answer was not accepted for role '{f.role}'", tuple(exc.errors)
@@ -482,7 +482,8 @@ def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) ->
         state.status == ThreadStatus.FAILED and not ended_at_end
     ):
         raise Refused(f"thread {tid} is {state.status} and cannot be resumed")  # J15
-    if state.status == ThreadStatus.WAITING:
+    waits = state.in_flight.role if state.in_flight is not None else None
+    if state.status == ThreadStatus.WAITING and waits in graph.roles:
         raise Refused(
             f"thread {tid} waits for a person: answer it with `orchestrator threads answer {tid}`"
         )
@@ -490,5 +491,6 @@ def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) ->
         raise Refused(f"thread {tid} is {state.status} and its graph has no `$START.resume` edge")
     if state.status == ThreadStatus.NEW:
         raise Refused("the thread has not started")
-    interrupted = state.status == ThreadStatus.RUNNING  # J16: its last process died mid-step
+    # J16: its last process died with a step in flight (a waiting step whose role is gone, too)
+    interrupted = state.status == ThreadStatus.RUNNING and state.in_flight is not None
     return ThreadResumed(message=outcome.message, interrupted=interrupted)  # J17

@@ -57,6 +57,7 @@ class ThreadState:
     in_flight: InFlight | None = None
     resume_message: str | None = None  # appended to the next step's prompt
     resume_from_end: bool = False  # take $START.resume next
+    end_message: str | None = None  # the message of a resume from an ending: $inputs.message
     reason: str | None = None  # why it waits, or is suspended, failed or cancelled
     suspend_kind: SuspendKind | None = None
     final: str | None = None

@@ -15,6 +15,7 @@ the thread's state does not allow, or a person's answer that is invalid: `.error
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,15 @@ from .session import Session, open_store
 from .waiting import Question
 
 StoreArg = EventStore | str | os.PathLike[str] | None
+
+# What the command line prints as "note: ..." (a dirty checkout, a changed graph, a worktree
+# that could not be committed) goes to this logger; with no logging set up, Python prints
+# warnings on stderr.
+log = logging.getLogger("orchestrator")
+
+
+def _session(store: StoreArg) -> Session:
+    return Session(open_store(store), notify=log.warning)
 
 
 def _graph(graph: Graph | str | os.PathLike[str]) -> Graph:
@@ -63,7 +73,7 @@ async def arun_thread(
     """Start a thread and advance it as far as it goes (see `run_thread`)."""
     graph = _graph(graph)
     recording = replay if isinstance(replay, Recording | None) else load_recording(Path(replay))
-    session = Session(open_store(store))
+    session = _session(store)
     folder = session.preflight(
         graph,
         workspace=workspace,
@@ -111,7 +121,7 @@ def resume_thread(
     options: RunOptions | None = None,
 ) -> ThreadResult:
     """Continue a suspended, interrupted or completed thread, with an optional message."""
-    session = Session(open_store(store))
+    session = _session(store)
     row = session.thread(thread_id)
     loaded = _graph(graph) if graph is not None else session.graph_for(row)
     return asyncio.run(
@@ -141,7 +151,7 @@ def answer_thread(
 
     Give `status` and `fields` (and an optional `body`), or the whole reply as `text`.
     """
-    session = Session(open_store(store))
+    session = _session(store)
     row = session.thread(thread_id)
     loaded = _graph(graph) if graph is not None else session.graph_for(row)
     reply = text if text is not None else format_reply(status, dict(fields or {}), body)
@@ -154,7 +164,7 @@ def cancel_thread(
     thread_id: str, *, store: StoreArg = None, reason: str = "cancelled by the user"
 ) -> ThreadInfo:
     """Cancel a thread for good; a process running it stops its step in flight."""
-    session = Session(open_store(store))
+    session = _session(store)
     row = session.cancel(thread_id, reason)
     return ThreadInfo(row, session.store.events(row.id))
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.events import SuspendKind, ThreadStatus
-from ..core.outcomes import ResumeRequested
+from ..core.outcomes import Refused, ResumeRequested
 from ..spec.models import Graph
-from ..store.base import EventStore
+from ..store.base import EventStore, ThreadBusy
 from .actors import default_actor_for
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import InputError, check_inputs
@@ -111,6 +111,7 @@ class BatchItem:
     thread_id: str = ""
     result: ThreadResult | None = None
     rate_limited: int = 0  # how many times the batch waited out a rate limit for it
+    error: str | None = None  # why its thread could not go on (another process took it)
 
 
 async def run_batch(
@@ -139,14 +140,27 @@ async def run_batch(
     actor_for = actor_for or default_actor_for(options_for())
 
     async def one(item: BatchItem) -> None:
-        thread_id = session.start(graph, item.inputs, folder=folder, in_place=in_place).thread_id
-        item.thread_id = thread_id
         first: ResumeRequested | None = None
         while True:
             async with limiter:
-                result = await session.advance(
-                    graph, thread_id, actor_for=actor_for, options=options_for(), first=first
-                )
+                # A line becomes a thread when its turn comes: queued lines are no threads
+                # that look `running` to `threads list` and to other processes.
+                if not item.thread_id:
+                    started = session.start(graph, item.inputs, folder=folder, in_place=in_place)
+                    item.thread_id = started.thread_id
+                try:
+                    result = await session.advance(
+                        graph,
+                        item.thread_id,
+                        actor_for=actor_for,
+                        options=options_for(),
+                        first=first,
+                    )
+                except (Refused, ThreadBusy) as exc:  # another process took or ended it
+                    item.error = getattr(exc, "message", None) or str(exc)
+                    if on_done is not None:
+                        on_done(item)
+                    return
             if result.kind in RATE_LIMIT_KINDS and item.rate_limited < MAX_RATE_LIMIT_RESUMES:
                 item.rate_limited += 1
                 await limiter.backoff()

@@ -102,10 +102,12 @@ class LiveThread:
                 if time.monotonic() - renewed >= renew_every:
                     self.store.renew(self.thread_id, self.owner)
                     renewed = time.monotonic()
-                outside = self.store.thread(self.thread_id).seq > self.seq and self.catch_up()
+                if self.store.thread(self.thread_id).seq > self.seq:
+                    self.catch_up()
             except StoreError:
                 continue  # the step's own append meets the same error and reports it
-            if outside and self.state.status.ended and self.step_task is not None:
+            # Every poll, not only the one that saw the cancel: the step may start after it.
+            if self.state.status.ended and self.step_task is not None:
                 self.step_task.cancel()
 
 
@@ -128,6 +130,7 @@ async def advance(
     options = options or RunOptions()
     thread = LiveThread(graph, store, thread_id, options)
     store.acquire(thread_id, thread.owner)
+    thread.catch_up(notify=False)  # what others appended before we held the lease
     watcher = asyncio.create_task(thread.watch())
     try:
         if first is not None:
@@ -186,6 +189,8 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
     failures = await afailing(role.requires, workspace)
     if failures:
         return PreconditionFailed(command.step, tuple(failures))
+    if thread.state.status.ended:  # cancelled from elsewhere during the checks: start nothing
+        return None
     settings = model_settings(graph, role, thread.options.model)
     request = ActRequest(
         thread_id=thread.thread_id,

@@ -143,9 +143,8 @@ class Session:
                 usage=False,
                 problems=problems,
             )
-        plays_claude = any(role.actor == "anthropic" for role in graph.roles.values())
-        if plays_claude and not replay and not env_credentials():
-            raise SessionError(NO_KEY)
+        if not replay:
+            _check_credentials(graph)
         if not replay:
             self.check_prices(graph, model)
         folder = Path(workspace or Path.cwd()).resolve()
@@ -248,6 +247,7 @@ class Session:
     ) -> ThreadResult:
         """Advance the thread as far as it goes; commit its work on its branch if it completes."""
         if replay is None and actor_for is None:  # the roles' own actors: models are called
+            _check_credentials(graph)
             self.check_prices(graph, options.model if options is not None else None)
         tree = self.worktree(thread_id)
         if tree is not None:
@@ -389,3 +389,10 @@ class Session:
                 + "\n".join(f"  - {c}" for c in changes or ["(only formatting or library roles)"])
             )
         return graph
+
+
+def _check_credentials(graph: Graph) -> None:
+    """Roles Claude plays need a key: refused before anything is recorded (run and resume)."""
+    plays_claude = any(role.actor == "anthropic" for role in graph.roles.values())
+    if plays_claude and not env_credentials():
+        raise SessionError(NO_KEY)

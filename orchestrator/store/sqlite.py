@@ -296,9 +296,12 @@ class SqliteStore:
         ).fetchone()
         if row is None:
             # Accept a unique prefix (or suffix) of an id, as people copy the end of a ULID.
+            # `%` and `_` are LIKE's wildcards: escaped, so `threads cancel %` matches nothing.
+            text = thread_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             rows = self._db.execute(
-                f"SELECT {_ROW_COLUMNS} FROM threads WHERE id LIKE ? OR id LIKE ?",
-                (thread_id + "%", "%" + thread_id),
+                f"SELECT {_ROW_COLUMNS} FROM threads"
+                " WHERE id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\'",
+                (text + "%", "%" + text),
             ).fetchall()
             if len(rows) != 1 or not thread_id:
                 raise ThreadNotFound(thread_id)
