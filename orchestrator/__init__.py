@@ -15,6 +15,11 @@ __all__ = [
     "GraphError",
     "Output",
     "Problem",
+    "Refused",
+    "InputError",
+    "SessionError",
+    "StoreError",
+    "ThreadBusy",
     "ThreadInfo",
     "ThreadResult",
     "answer_thread",
@@ -38,6 +43,11 @@ _EXPORTS = {
     "ExtractError": "orchestrator.extract",
     "Output": "orchestrator.extract",
     "ThreadResult": "orchestrator.run.options",
+    "Refused": "orchestrator.core.outcomes",
+    "InputError": "orchestrator.run.preflight",
+    "SessionError": "orchestrator.run.session",
+    "StoreError": "orchestrator.store.base",
+    "ThreadBusy": "orchestrator.store.base",
     "ThreadInfo": "orchestrator.run.api",
     "run_thread": "orchestrator.run.api",
     "arun_thread": "orchestrator.run.api",
@@ -48,6 +58,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from orchestrator.core.outcomes import Refused
     from orchestrator.extract import ExtractError, Output, extract_output
     from orchestrator.linter import lint
     from orchestrator.problems import GraphError, Problem
@@ -61,8 +72,11 @@ if TYPE_CHECKING:
         run_thread,
     )
     from orchestrator.run.options import ThreadResult
+    from orchestrator.run.preflight import InputError
+    from orchestrator.run.session import SessionError
     from orchestrator.spec.loader import load_graph
     from orchestrator.spec.models import Graph
+    from orchestrator.store.base import StoreError, ThreadBusy
 
 
 def __getattr__(name: str) -> Any:

@@ -99,6 +99,8 @@ def run(
     if batch_path is not None and (task is not None or replay_path is not None):
         fail("--batch takes its inputs from the file: no TASK and no --replay")
     recording = _recording(replay_path, graph) if replay_path is not None else None
+    # The command's own words first (an unreadable -i @FILE), then the machine (a key, a sandbox).
+    values = thread_inputs(graph, task, inputs, recording) if batch_path is None else {}
     try:
         folder = session.preflight(
             graph, workspace=workspace, replay=recording is not None, model=model
@@ -119,7 +121,6 @@ def run(
                 as_json=as_json,
             )
         )
-    values = thread_inputs(graph, task, inputs, recording)
     try:
         started = session.start(
             graph, values, folder=folder, in_place=in_place, replay=recording is not None

@@ -430,9 +430,10 @@ def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
         return events
     if output.status == SUSPEND:
         reason = str(output.frontmatter.get("reason", "")).strip()
+        who = "the person answering as" if role.actor == "human" else "role"
         return [
             ThreadSuspended(
-                f"role '{f.role}' asked for a person at step {f.step}: {reason}",
+                f"{who} '{f.role}' suspended the thread at step {f.step}: {reason}",
                 SuspendKind.ROLE,
                 step=f.step,
                 reply=outcome.text,

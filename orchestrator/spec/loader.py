@@ -26,8 +26,17 @@ MAX_FILE_BYTES = 10_000_000  # graph and role files are a few kilobytes
 
 
 def _data_package_dir(package: str) -> Path:
-    """The folder of a data package that ships in the wheel (see setup.py and pyproject.toml)."""
-    folder = files(package)
+    """The folder of a data package that ships in the wheel (see setup.py and pyproject.toml).
+
+    Python run from the repository's root imports the source tree's `orchestrator/`, which has
+    no `_graphs` or `_roles`: the folders beside it (`graphs/`, `roles/`) are those packages."""
+    try:
+        folder = files(package)
+    except ModuleNotFoundError:
+        source = Path(__file__).resolve().parents[2] / package.rsplit("._", 1)[1]
+        if not source.is_dir():
+            raise
+        return source
     if not isinstance(folder, Path):  # only a zip import gives anything else; pip never does
         raise RuntimeError(f"{package} is not installed as a folder: {folder}")
     return folder
