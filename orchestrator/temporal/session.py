@@ -19,10 +19,13 @@ Sync methods run their own event loop; the async ones run in the caller's.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import gc
 import math
 import os
 import time
+import weakref
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,10 +57,25 @@ from .reading import Follower, TemporalRow, row_of
 from .workflow import WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
 
 T = TypeVar("T")
+OPEN: weakref.WeakSet[TemporalSession] = weakref.WeakSet()
+
+
+@atexit.register
+def _let_go() -> None:
+    """A Temporal client destroyed while the interpreter finalizes can abort the process
+    (temporalio sdk-python issue 300): destroy them before, while Python still runs."""
+    for session in list(OPEN):
+        session._client = None
+    gc.collect()
+
+
 HEARTBEAT_ENV = "ORCHESTRATOR_TEMPORAL_HEARTBEAT"  # seconds before a silent step is lost
 
 
 class TemporalSession:
+    """A thread's life on Temporal (see the module's docstring). `close()` lets go of the
+    client; one still open when the interpreter exits is let go of then (see `_let_go`)."""
+
     def __init__(
         self,
         address: str,
@@ -73,6 +91,17 @@ class TemporalSession:
         self.directory = None  # no local store: the threads live in Temporal
         self._client: Client | None = None
         self._fresh: dict[str, int] = {}  # threads started here: shown from their first step
+        OPEN.add(self)
+
+    def close(self) -> None:
+        self._client = None
+        gc.collect()
+
+    def __enter__(self) -> TemporalSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def client(self) -> Client:
         if self._client is None:

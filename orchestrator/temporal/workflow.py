@@ -77,6 +77,7 @@ MEMO_KEY = "thread"
 WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on a stopping worker
 MAX_LOST = 3  # steps lost with their worker, in a row, before the thread suspends
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
+MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
 
 
@@ -150,6 +151,7 @@ class ThreadWorkflow:
         self.stopped = False  # the step in flight was stopped by a cancel or an interrupt
         self.lost = (0, 0)  # (step, how many times its worker was lost)
         self.memo: dict[str, Any] = {}
+        self.memo_at = 0.0  # when the memo was last written, in workflow time
 
     # ------------------------------------------------------------------ the loop
 
@@ -288,7 +290,11 @@ class ThreadWorkflow:
         )
 
     def _publish(self) -> None:
-        """The summary row in the memo (for `threads list`) and a line for Temporal's UI."""
+        """The summary row in the memo (for `threads list`) and a line for Temporal's UI.
+
+        Each memo update is a history event and a write of the server's visibility store, so a
+        running thread's row is brought up to date at most every MEMO_EVERY seconds; a change
+        of state is written at once."""
         s = self.state
         row = {
             "graph": s.graph,
@@ -303,8 +309,12 @@ class ThreadWorkflow:
             "reason": s.reason or "",
             "seq": len(self.log),
         }
-        if {k: v for k, v in self.memo.items() if k != "updated"} != row:
+        now = workflow.now().timestamp()
+        changed = {k: v for k, v in self.memo.items() if k != "updated"} != row
+        due = self.memo.get("state") != row["state"] or now - self.memo_at >= MEMO_EVERY
+        if changed and due:
             self.memo = {**row, "updated": self.log[-1]["at"] if self.log else 0.0}
+            self.memo_at = now
             workflow.upsert_memo({MEMO_KEY: self.memo})
         f = s.in_flight
         doing = f" · step {f.step}: {f.role}" if f is not None and s.status == "running" else ""
