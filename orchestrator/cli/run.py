@@ -173,10 +173,8 @@ def run(
         else:
             click.echo(started.thread_id)
         sys.exit(EXIT_OK)
-    if as_json:
-        # The first event, ThreadStarted (a thread on Temporal may be further along already).
-        first = session.events(started.thread_id)[0]
-        click.echo(json_line(first, started.thread_id))
+    if as_json and started.first is not None:  # ThreadStarted
+        click.echo(json_line(started.first, started.thread_id))
     else:
         announce(graph, started, recording is not None, folder)
     sys.exit(drive(session, graph, started.thread_id, options, as_json, recording=recording))

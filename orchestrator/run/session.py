@@ -88,6 +88,7 @@ class Started:
     thread_id: str
     workspace: Path  # where the roles work: the worktree, or the folder itself
     worktree: Worktree | None
+    first: StoredEvent | None = None  # the thread's first event, ThreadStarted, as stored
 
 
 def open_store(store: EventStore | str | os.PathLike[str] | None) -> EventStore:
@@ -171,7 +172,7 @@ class Session:
             graph_path=str(graph.path or ""),
             snapshot=graph.model_dump(mode="json"),
         )
-        return Started(thread_id, workspace, tree)
+        return Started(thread_id, workspace, tree, self.store.events(thread_id)[0])
 
     def _isolate(self, graph: Graph, folder: Path, thread_id: str) -> Worktree | None:
         """The thread's git worktree, or None to work in place (nothing edits, or no repo)."""

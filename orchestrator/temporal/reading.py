@@ -82,9 +82,22 @@ class Follower:
     def seq(self) -> int:
         return len(self.events)
 
-    async def read(self, *, quiet_upto: float = 0) -> bool:
+    async def read(self, *, quiet_upto: float = 0, notify: Notify | None = None) -> bool:
         """Fold the events appended since the last read, each shown through
-        `options.on_event` unless its number is at most `quiet_upto`; True if there were any."""
+        `options.on_event` unless its number is at most `quiet_upto`; True if there were any.
+        With `notify`, a worker slow to answer is waited for (and said so, once)."""
+        waiting = False
+        while True:
+            try:
+                return await self._read(quiet_upto)
+            except SessionError as exc:
+                if notify is None or exc.message != no_worker(self.queue).message:
+                    raise
+                if not waiting:
+                    notify(f"{exc.message}; waiting for one")
+                waiting = True
+
+    async def _read(self, quiet_upto: float) -> bool:
         new = False
         while True:
             call = self.handle.query(ThreadWorkflow.events, self.seq, rpc_timeout=READ_TIMEOUT)
@@ -102,16 +115,9 @@ class Follower:
 
     async def follow(self, notify: Notify) -> None:
         """Read until the thread stops running; a worker that is slow to answer is waited for."""
-        pause, waiting = POLL_MIN, False
+        pause = POLL_MIN
         while self.state.status == ThreadStatus.RUNNING:
-            try:
-                new = await self.read()
-            except SessionError as exc:
-                if exc.message != no_worker(self.queue).message:
-                    raise
-                if not waiting:
-                    notify(f"{exc.message}; waiting for one")
-                waiting, new = True, False
+            new = await self.read(notify=notify)
             if self.state.status != ThreadStatus.RUNNING:
                 return
             pause = POLL_MIN if new else min(POLL_MAX, pause * 2)

@@ -52,7 +52,7 @@ from ..store.base import StoredEvent, ThreadRow
 from ..workspace_git import find_repo, needs_isolation
 from . import DEFAULT_TASK_QUEUE
 from .client import READ_TIMEOUT, answered, connect
-from .codec import graph_from_snapshot, outcome_to_dict, stored_to_dict
+from .codec import graph_from_snapshot, outcome_to_dict, stored_from_dict, stored_to_dict
 from .reading import Follower, TemporalRow, row_of
 from .workflow import WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
 
@@ -178,10 +178,11 @@ class TemporalSession:
         options = options or RunOptions()
         thread_id = thread_id or new_thread_id()
         started = ThreadStarted(thread_id, graph.name, graph.hash, dict(inputs), str(folder))
+        first = stored_to_dict(1, time.time(), started)
         params = ThreadInput(
             thread_id=thread_id,
             snapshot=graph.model_dump(mode="json"),
-            events=[stored_to_dict(1, time.time(), started)],
+            events=[first],
             graph_path=str(graph.path or ""),
             max_steps=options.max_steps,
             model=options.model,
@@ -189,7 +190,7 @@ class TemporalSession:
         )
         await self._start_run(params, self.task_queue, summary=_summary(graph, inputs))
         self._fresh[thread_id] = 1
-        return Started(thread_id, folder, None)
+        return Started(thread_id, folder, None, stored_from_dict(first))
 
     async def _start_run(self, params: ThreadInput, task_queue: str, summary: str) -> None:
         client = await self.client()
@@ -230,7 +231,7 @@ class TemporalSession:
         row = await self.athread(thread_id)
         follower = Follower(handle, row.task_queue or self.task_queue, options)
         # A thread started here is shown from its first step; any other from what comes next.
-        await follower.read(quiet_upto=self._fresh.pop(thread_id, math.inf))
+        await follower.read(quiet_upto=self._fresh.pop(thread_id, math.inf), notify=self.notify)
         if first is not None:
             await self._request(handle, row, graph, follower, first, options)
             await follower.read()
