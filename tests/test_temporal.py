@@ -372,10 +372,16 @@ def test_a_person_answers_then_a_suspended_thread_resumes(cluster: Cluster) -> N
     assert out.returncode == 3, out.stderr  # the worker then asks for help: suspended
     assert "which branch?" in out.stderr
 
+    # Resumed under a changed graph (its final prompt reworded): said, then used.
     cluster.project.script(worker={"3": "---\n$status: done\nnote: on main\n---\n"})
-    out = cluster.cli("threads", "resume", thread, "--message", "use main", "--json")
+    # The thread carries its graph: the file can change under it.
+    changed = cluster.project.graph(ASK.replace("Finished: {{{note}}}", "Done: {{{note}}}"), "ask")
+    out = cluster.cli(
+        "threads", "resume", thread, "--message", "use main", "--graph", str(changed), "--json"
+    )
     assert out.returncode == 0, out.stderr
-    assert lines(out)[-1]["final"] == "Finished: on main"
+    assert "the graph changed since thread" in out.stderr
+    assert lines(out)[-1]["final"] == "Done: on main"
     shown = cluster.show(thread)
     steps = [(s["role"], s["status"]) for s in shown["steps"]]
     assert steps == [("worker", "ask"), ("person", "yes"), ("worker", "done")]
