@@ -75,7 +75,7 @@ WORKFLOW_NAME = "OrchestratorThread"
 ACTIVITY_NAME = "run_step"
 MEMO_KEY = "thread"
 WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on a stopping worker
-MAX_LOST = 3  # steps lost with their worker, in a row, before the thread suspends
+MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
 MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
@@ -228,7 +228,7 @@ class ThreadWorkflow:
             step, times = self.lost
             times = times + 1 if step == command.step else 1
             self.lost = (command.step, times)
-            if times <= MAX_LOST:
+            if times < MAX_LOST:
                 return ResumeRequested()  # J16: the step in flight runs again, on another worker
             return ActorFailed(
                 command.step,
