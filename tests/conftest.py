@@ -22,6 +22,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ORCHESTRATOR_HOME", str(tmp_path / ".orchestrator-home"))
     monkeypatch.delenv("ORCHESTRATOR_MODEL", raising=False)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ORCHESTRATOR_TEMPORAL", raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
 
 

@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "schema",
         "Print the JSON Schema of the graph file format.",
     ),
+    "worker": (
+        "orchestrator.cli.worker",
+        "worker",
+        "Run threads on Temporal: a worker for their workflows and steps.",
+    ),
 }
 
 
@@ -74,6 +79,14 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:  # pragma: no cover - a command handles its own Ctrl-C first
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except SystemExit as exc:
+        if "temporalio.client" in sys.modules:
+            # A Temporal client's threads can crash the interpreter's teardown (temporalio
+            # sdk-python issue 300), so a command that used one leaves without it.
+            from ..temporal.client import exit_now  # deferred: only loaded with temporalio
+
+            exit_now(exc.code)
+        raise
     except Exception as exc:
         # deferred: the store module pulls in pydantic; only a failing command pays for it
         from ..store.base import StoreError

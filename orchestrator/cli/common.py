@@ -19,6 +19,16 @@ store_option = click.option(
     help="Thread store directory (default: $ORCHESTRATOR_HOME or ./.orchestrator).",
 )
 
+temporal_option = click.option(
+    "--temporal",
+    "temporal",
+    metavar="ADDRESS",
+    envvar="ORCHESTRATOR_TEMPORAL",
+    default=None,
+    help="Threads on the Temporal server at ADDRESS (host:port) instead of the local store "
+    "(default: $ORCHESTRATOR_TEMPORAL); see docs/scale-out.md.",
+)
+
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     click.echo(f"error: {message}", err=True)

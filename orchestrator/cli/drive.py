@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,7 +14,7 @@ from ..core.events import ThreadStatus
 from ..core.outcomes import Outcome, Refused
 from ..recording import Recording
 from ..run.options import RunOptions, ThreadResult
-from ..run.session import Session, SessionError
+from ..run.session import SessionError
 from ..run.waiting import Question
 from ..spec.models import Graph
 from ..store.base import StoreError, ThreadBusy
@@ -23,9 +23,12 @@ from .display import PlainPrinter, json_line
 from .live import LiveView, live_possible
 from .session import fail_session
 
+if TYPE_CHECKING:
+    from .session import AnySession
+
 
 def drive(
-    session: Session,
+    session: AnySession,
     graph: Graph,
     thread_id: str,
     options: RunOptions,
@@ -40,7 +43,7 @@ def drive(
     The view: `--json` lines, else the live view when stderr is a terminal (`live=None` decides
     by that), else plain lines.
     """
-    view = choose_view(graph, session.store, thread_id, options, as_json, live)
+    view = choose_view(graph, session, thread_id, options, as_json, live)
     try:
         with view:
             result = asyncio.run(
@@ -105,7 +108,7 @@ def drive(
 
 
 def choose_view(
-    graph: Any, store: Any, thread_id: str, options: Any, as_json: bool, live: bool | None
+    graph: Any, session: Any, thread_id: str, options: Any, as_json: bool, live: bool | None
 ) -> Any:
     """Install the event printer on `options` and return a context manager for the run."""
     if as_json:
@@ -116,7 +119,7 @@ def choose_view(
     if not live:
         options.on_event = PlainPrinter(thread_id)
         return contextlib.nullcontext()
-    view = LiveView.for_thread(graph, store, thread_id, interactive=options.interactive)
+    view = LiveView.for_thread(graph, session, thread_id, interactive=options.interactive)
     options.on_event = view
     return view
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from ..actors.base import Attempt
 from ..actors.human import HumanActor
 from ..core.outcomes import Refused
-from ..run.session import Session
 from ..run.waiting import Question
 from ..spec.models import Graph
 from .common import EXIT_USAGE, EXIT_WAITING, fail
+
+if TYPE_CHECKING:
+    from .session import AnySession
 
 
 def answer_options(question: Question) -> str:
@@ -27,7 +30,7 @@ def answer_options(question: Question) -> str:
     return "\n".join(lines)
 
 
-def ask_in_terminal(session: Session, graph: Graph, question: Question) -> str:
+def ask_in_terminal(session: AnySession, graph: Graph, question: Question) -> str:
     """The interview `run` holds for a human role, until the moderator would take the answer.
 
     Nothing is recorded here: the answer is committed by the session afterwards. An answer the

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..core.events import ThreadStatus
 from ..recording import Recording, RecordingError, load_recording
-from ..run.options import RunOptions
+from ..run.options import RunOptions, ThreadResult
 from ..run.preflight import InputError
-from ..run.session import SessionError, Started
+from ..run.session import Session, SessionError, Started
 from ..spec.models import Graph
 from .batch import run_batch_command
-from .common import fail, load_graph_or_exit, parse_assignments, store_option, typed_inputs
+from .common import (
+    EXIT_OK,
+    fail,
+    load_graph_or_exit,
+    parse_assignments,
+    store_option,
+    temporal_option,
+    typed_inputs,
+)
 from .display import json_line
 from .drive import drive, shown
 from .session import cli_session, fail_session, note
@@ -71,6 +81,19 @@ from .session import cli_session, fail_session, note
     help="With --batch: how many threads run at once.",
 )
 @store_option
+@temporal_option
+@click.option(
+    "--task-queue",
+    default=None,
+    metavar="QUEUE",
+    help="With --temporal: the task queue the workers serve (default: orchestrator).",
+)
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="With --temporal: print the thread id (with --json, the result object) and return; "
+    "the workers run the thread.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event, result last.")
 def run(
     graph_arg: str,
@@ -84,6 +107,9 @@ def run(
     batch_path: Path | None,
     concurrency: int,
     store_dir: Path | None,
+    temporal: str | None,
+    task_queue: str | None,
+    detach: bool,
     as_json: bool,
 ) -> None:
     """Run GRAPH (a path, or a name in ./graphs or the bundled graphs) as a new thread.
@@ -92,10 +118,16 @@ def run(
     When some role may edit files or run commands and the workspace is in a git repository, the
     thread works in its own git worktree on branch orchestrator/THREAD-ID, which gets the work
     as a commit when the thread completes; your checkout is never touched (--in-place opts out).
+    With --temporal ADDRESS the thread runs as a Temporal workflow on the workers of that server,
+    followed here as it runs (--detach: not followed).
     Exit codes: 0 completed, 1 failed or the graph has errors, 2 usage, 3 suspended or waiting.
     """
     graph = load_graph_or_exit(graph_arg)
-    session = cli_session(store_dir)
+    if (detach or task_queue) and not temporal:
+        fail("--detach and --task-queue are for threads on Temporal: add --temporal ADDRESS")
+    if batch_path is not None and temporal:
+        fail("--batch runs here: on Temporal, start each thread with `run --temporal --detach`")
+    session = cli_session(store_dir, temporal, task_queue)
     if batch_path is not None and (task is not None or replay_path is not None):
         fail("--batch takes its inputs from the file: no TASK and no --replay")
     recording = _recording(replay_path, graph) if replay_path is not None else None
@@ -107,7 +139,7 @@ def run(
         )
     except SessionError as exc:
         fail_session(exc)
-    if batch_path is not None:
+    if batch_path is not None and isinstance(session, Session):  # not on Temporal: refused above
         sys.exit(
             run_batch_command(
                 session,
@@ -121,22 +153,33 @@ def run(
                 as_json=as_json,
             )
         )
+    options = RunOptions(
+        max_steps=max_steps, model=model, interactive=sys.stdin.isatty() and not as_json
+    )
     try:
         started = session.start(
-            graph, values, folder=folder, in_place=in_place, replay=recording is not None
+            graph,
+            values,
+            folder=folder,
+            in_place=in_place,
+            replay=recording is not None,
+            options=options,
         )
     except InputError as exc:
         fail(f"inputs: {exc}")
     except SessionError as exc:
         fail_session(exc)
-    if as_json:
-        for stored in session.store.events(started.thread_id):  # ThreadStarted
-            click.echo(json_line(stored, started.thread_id))
+    if detach:
+        if as_json:
+            running = ThreadResult(started.thread_id, ThreadStatus.RUNNING, None, None, 0, 0.0)
+            click.echo(json.dumps(running.to_dict()))
+        else:
+            click.echo(started.thread_id)
+        sys.exit(EXIT_OK)
+    if as_json and started.first is not None:  # ThreadStarted
+        click.echo(json_line(started.first, started.thread_id))
     else:
         announce(graph, started, recording is not None, folder)
-    options = RunOptions(
-        max_steps=max_steps, model=model, interactive=sys.stdin.isatty() and not as_json
-    )
     sys.exit(drive(session, graph, started.thread_id, options, as_json, recording=recording))
 
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from ..run.session import Session, SessionError, open_store
 from .common import EXIT_PROBLEMS, EXIT_USAGE, fail
+
+if TYPE_CHECKING:
+    from ..temporal.session import TemporalSession
+
+    # A local thread's session, or a thread on Temporal's: the same methods.
+    AnySession = Session | TemporalSession
 
 
 def fail_session(exc: SessionError) -> NoReturn:
@@ -22,13 +28,35 @@ def note(text: str) -> None:
     click.echo(f"note: {text}", err=True)
 
 
-def cli_session(store_dir: Path | None, *, readonly: bool = False) -> Session:
-    """The session every thread command works through, on `--store DIR` or the default store.
-
-    Commands that only read (`threads list`, `show`, `export`) open the store `readonly`: they
-    create nothing, and work on a read-only file system.
-    """
+def cli_session(
+    store_dir: Path | None,
+    temporal: str | None = None,
+    task_queue: str | None = None,
+    *,
+    readonly: bool = False,
+) -> AnySession:
+    """The session every thread command works through: on `--temporal ADDRESS` when given,
+    else on `--store DIR` or the default store. Commands that only read (`threads list`, `show`,
+    `export`) open the store `readonly`: they create nothing, and work on a read-only file
+    system."""
+    if temporal:
+        if store_dir is not None:
+            fail("--store and --temporal name two places for threads: give one")
+        return temporal_session(temporal, task_queue)
     try:
         return Session(open_store(store_dir, readonly=readonly), notify=note)
     except SessionError as exc:
         fail_session(exc)
+
+
+def temporal_session(address: str, task_queue: str | None) -> TemporalSession:
+    """The Temporal session, or exit 2 saying which extra to install."""
+    # deferred: temporalio is an optional extra, and heavy; only --temporal needs it
+    from ..temporal import DEFAULT_TASK_QUEUE, MISSING
+
+    try:
+        # deferred, as above
+        from ..temporal.session import TemporalSession
+    except ImportError:
+        fail(MISSING)
+    return TemporalSession(address, task_queue=task_queue or DEFAULT_TASK_QUEUE, notify=note)

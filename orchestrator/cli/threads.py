@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,10 +20,10 @@ from ..ledger import money
 from ..problems import GraphError
 from ..recording import recording_from_events
 from ..run.options import RunOptions
-from ..run.session import Session, SessionError
+from ..run.session import SessionError
 from ..spec.models import Graph
 from ..spec.yamlpos import typed_value
-from ..store.base import ThreadRow
+from ..store.base import StoredEvent, ThreadRow
 from ..story import story_json, story_text
 from .common import (
     EXIT_OK,
@@ -32,10 +33,14 @@ from .common import (
     parse_assignments,
     read_text_file,
     store_option,
+    temporal_option,
 )
 from .drive import drive, shown
 from .interview import answer_options, ask_in_terminal
 from .session import cli_session, fail_session
+
+if TYPE_CHECKING:
+    from .session import AnySession
 
 
 @click.group()
@@ -57,10 +62,13 @@ def ago(when: float) -> str:
 @threads.command("list")
 @click.option("--status", "state", type=click.Choice(STATES), default=None)
 @store_option
+@temporal_option
 @click.option("--json", "as_json", is_flag=True)
-def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> None:
+def list_threads(
+    state: str | None, store_dir: Path | None, temporal: str | None, as_json: bool
+) -> None:
     """List threads, oldest first."""
-    rows = cli_session(store_dir, readonly=True).threads(state)
+    rows = _session(store_dir, temporal, readonly=True).threads(state)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row.to_dict(), ensure_ascii=False))
@@ -82,16 +90,19 @@ def list_threads(state: str | None, store_dir: Path | None, as_json: bool) -> No
 @threads.command("show")
 @click.argument("thread_id")
 @store_option
+@temporal_option
 @click.option("--full", is_flag=True, help="Print long values whole (by default they are cut).")
 @click.option("--json", "as_json", is_flag=True, help="Everything, as one JSON object.")
-def show(thread_id: str, store_dir: Path | None, full: bool, as_json: bool) -> None:
+def show(
+    thread_id: str, store_dir: Path | None, temporal: str | None, full: bool, as_json: bool
+) -> None:
     """Tell the story of a thread: each step, its status, fields, attempts, tokens and time.
 
     A thread waiting for a person also shows the question and the answers it takes.
     """
-    session = cli_session(store_dir, readonly=True)
+    session = _session(store_dir, temporal, readonly=True)
     row = _row(session, thread_id)
-    events = session.store.events(row.id)
+    events = _events(session, row.id)
     question = session.question(row.id) if row.state == ThreadStatus.WAITING else None
     if as_json:
         data = story_json(row, events, question)
@@ -100,14 +111,25 @@ def show(thread_id: str, store_dir: Path | None, full: bool, as_json: bool) -> N
         click.echo(story_text(row, events, question=question, full=full))
 
 
-def _row(session: Session, thread_id: str) -> ThreadRow:
+def _session(store_dir: Path | None, temporal: str | None, *, readonly: bool = False) -> AnySession:
+    return cli_session(store_dir, temporal, readonly=readonly)
+
+
+def _events(session: AnySession, thread_id: str) -> list[StoredEvent]:
+    try:
+        return session.events(thread_id)
+    except SessionError as exc:
+        fail_session(exc)
+
+
+def _row(session: AnySession, thread_id: str) -> ThreadRow:
     try:
         return session.thread(thread_id)
     except SessionError as exc:
         fail_session(exc)
 
 
-def _graph_for(session: Session, row: ThreadRow, graph_arg: str | None) -> Graph:
+def _graph_for(session: AnySession, row: ThreadRow, graph_arg: str | None) -> Graph:
     """The thread's graph, loaded and linted: a changed graph with errors does not run."""
     try:
         return session.graph_for(row, graph_arg)
@@ -131,6 +153,7 @@ def _graph_for(session: Session, row: ThreadRow, graph_arg: str | None) -> Graph
 @click.option("--max-steps", type=click.IntRange(min=1), default=None)
 @click.option("--model", default=None, help="Model alias or id for every role.")
 @store_option
+@temporal_option
 @click.option("--json", "as_json", is_flag=True)
 def resume(
     thread_id: str,
@@ -139,10 +162,11 @@ def resume(
     max_steps: int | None,
     model: str | None,
     store_dir: Path | None,
+    temporal: str | None,
     as_json: bool,
 ) -> None:
     """Continue a suspended, interrupted or completed thread."""
-    session = cli_session(store_dir)
+    session = _session(store_dir, temporal)
     row = _row(session, thread_id)
     graph = _graph_for(session, row, graph_arg)
     options = RunOptions(
@@ -170,6 +194,7 @@ def resume(
 )
 @click.option("--graph", "graph_arg", default=None)
 @store_option
+@temporal_option
 @click.option("--json", "as_json", is_flag=True)
 def answer(
     thread_id: str,
@@ -178,6 +203,7 @@ def answer(
     reply_file: Path | None,
     graph_arg: str | None,
     store_dir: Path | None,
+    temporal: str | None,
     as_json: bool,
 ) -> None:
     """Answer for a human role of a waiting thread, then continue it.
@@ -185,10 +211,13 @@ def answer(
     Without --status, --set or --file, in a terminal, it asks for the status and each field
     as `run` does; elsewhere it says which options the answer takes.
     """
-    session = cli_session(store_dir)
+    session = _session(store_dir, temporal)
     row = _row(session, thread_id)
     graph = _graph_for(session, row, graph_arg)
-    state = session.state(row.id)
+    try:
+        state = session.state(row.id)
+    except SessionError as exc:
+        fail_session(exc)
     if state.status != ThreadStatus.WAITING or state.in_flight is None:
         fail(f"thread {row.id} is {state.status}, not waiting for an answer")
     role = graph.roles.get(state.in_flight.role)
@@ -219,9 +248,10 @@ def answer(
 @threads.command("cancel")
 @click.argument("thread_id")
 @store_option
-def cancel(thread_id: str, store_dir: Path | None) -> None:
+@temporal_option
+def cancel(thread_id: str, store_dir: Path | None, temporal: str | None) -> None:
     """Cancel a thread; it cannot be resumed afterwards. A process running it stops."""
-    session = cli_session(store_dir)
+    session = _session(store_dir, temporal)
     try:
         row = session.cancel(thread_id)
     except SessionError as exc:
@@ -243,11 +273,12 @@ def cancel(thread_id: str, store_dir: Path | None) -> None:
     help="Write the recording here (default: stdout).",
 )
 @store_option
-def export(thread_id: str, out: Path | None, store_dir: Path | None) -> None:
+@temporal_option
+def export(thread_id: str, out: Path | None, store_dir: Path | None, temporal: str | None) -> None:
     """Write a thread's recording (docs/format.md section 8), for replays and tests."""
-    session = cli_session(store_dir, readonly=True)
+    session = _session(store_dir, temporal, readonly=True)
     row = _row(session, thread_id)
-    recording = recording_from_events([s.event for s in session.store.events(row.id)])
+    recording = recording_from_events([s.event for s in _events(session, row.id)])
     text = recording.dump()
     if out is None:
         click.echo(text, nl=False)

@@ -3,8 +3,9 @@
 It decides nothing. It asks `decide` for the next command and carries it out:
 
     Record(event)  append the event
-    RunStep        build the actor's request, call the actor, and hand its outcome (a reply, a
-                   failure, "a person must answer") to `judge`, appending the events it returns
+    RunStep        plan the actor's request from the state (`step.plan_step`, pure), perform it
+                   (`step.perform_step`: the call and its outcome: a reply, a failure, "a person
+                   must answer") and hand the outcome to `judge`, appending the events it returns
     Idle           stop: the thread completed, suspended, waits, failed or was cancelled
 
 Every event is appended (and so committed) before the state moves on, and the state is always
@@ -21,24 +22,16 @@ import secrets
 import time
 from pathlib import Path
 
-from ..actors.base import ActorError, ActReply, ActRequest, Attempt, HistoryItem, HumanNeeded, Visit
-from ..core import context, engine
+from ..core import engine
 from ..core.commands import Idle, Record, RunStep
-from ..core.events import Event, SuspendKind
-from ..core.outcomes import (
-    ActorFailed,
-    Interrupted,
-    NeedsPerson,
-    Outcome,
-    PreconditionFailed,
-    Replied,
-)
+from ..core.events import Event
+from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState
 from ..spec.models import Graph
 from ..store.base import EventStore, Owner, StoreError, ThreadBusy
-from .actors import default_actor_for, model_settings
+from .actors import default_actor_for
 from .options import ActorFor, RunOptions, ThreadResult
-from .preconditions import afailing
+from .step import perform_step, plan_step
 
 
 class LiveThread:
@@ -52,7 +45,7 @@ class LiveThread:
         self.owner = Owner.this_process(secrets.token_hex(8))
         self.state = ThreadState()
         self.seq = 0
-        self.step_task: asyncio.Future[ActReply] | None = None
+        self.step_task: asyncio.Future[Outcome] | None = None
         self.catch_up(notify=False)
         self._root: Path | None = None
 
@@ -170,97 +163,18 @@ async def _loop(thread: LiveThread, actor_for: ActorFor) -> None:
 
 async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Outcome | None:
     """Call the actor for the step in flight; its outcome, or None if the thread ended meanwhile."""
-    graph, state = thread.graph, thread.state
-    role = graph.roles[command.role]  # decide() suspends a step whose role is gone
-    try:
-        workspace = _step_workspace(thread.workspace_root(), command.location)
-    except OSError as exc:
-        return ActorFailed(
-            command.step,
-            f"cannot make the step's folder '{command.location}': {exc.strerror or exc}",
-            SuspendKind.GRAPH,
-        )
-    if workspace is None:
-        return ActorFailed(
-            command.step,
-            f"location '{command.location}' is outside the workspace",
-            SuspendKind.GRAPH,
-        )
-    failures = await afailing(role.requires, workspace)
-    if failures:
-        return PreconditionFailed(command.step, tuple(failures))
-    if thread.state.status.ended:  # cancelled from elsewhere during the checks: start nothing
-        return None
-    settings = model_settings(graph, role, thread.options.model)
-    request = ActRequest(
-        thread_id=thread.thread_id,
-        step=command.step,
-        role_name=command.role,
-        role=role,
-        prompt=command.prompt,
-        inputs=dict(state.inputs),
-        history=tuple(
-            HistoryItem(s.step, s.role, s.status, s.frontmatter, s.body)
-            for s in context.history_for(state, command.role)
-        ),
-        previous_visits=tuple(
-            Visit(s.message, s.reply) for s in context.previous_visits(state, command.role)
-        )
-        if role.memory == "session"
-        else (),
-        attempts=tuple(Attempt(reply, errors) for reply, errors in command.attempts),
-        workspace=workspace,
-        model=settings.model,
-        max_tokens=settings.max_tokens,
-        temperature=settings.temperature,
-        graph_name=graph.name,
-    )
+    role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
+    plan = plan_step(thread.graph, thread.state, command, thread.options.model)
     actor = actor_for(command.role, role)
-    started = time.monotonic()
-    thread.step_task = asyncio.ensure_future(actor.play(request))
+    thread.step_task = asyncio.ensure_future(
+        perform_step(plan, role, thread.workspace_root(), actor)
+    )
     try:
-        reply = await thread.step_task
-    except HumanNeeded:
-        return NeedsPerson(command.step)
-    except ActorError as exc:
-        return ActorFailed(
-            command.step,
-            exc.message,
-            exc.kind,
-            usage=exc.usage.to_dict() if any(exc.usage.to_dict().values()) else {},
-            cost_usd=exc.cost_usd,
-        )
+        return await thread.step_task
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if thread.state.status.ended and (task is None or not task.cancelling()):
             return None  # stopped because another process cancelled the thread
         raise
-    except Exception as exc:  # a bug in an actor: the thread suspends, it does not crash
-        return ActorFailed(
-            command.step,
-            f"the {getattr(actor, 'kind', 'actor')} actor failed: {type(exc).__name__}: {exc}",
-            SuspendKind.ACTOR,
-        )
     finally:
         thread.step_task = None
-    return Replied(
-        command.step,
-        reply.text,
-        message=reply.message,
-        usage=reply.usage.to_dict(),
-        cost_usd=reply.cost_usd,
-        model=reply.model,
-        tool_calls=reply.tool_calls,
-        duration_s=round(time.monotonic() - started, 3),
-        actor=getattr(actor, "kind", type(actor).__name__),
-    )
-
-
-def _step_workspace(root: Path, location: str | None) -> Path | None:
-    if not location:
-        return root
-    target = (root / location).resolve()
-    if target != root and root not in target.parents:
-        return None
-    target.mkdir(parents=True, exist_ok=True)
-    return target

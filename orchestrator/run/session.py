@@ -1,7 +1,8 @@
 """The session: a thread's whole life, the same for every entry point.
 
-The command line (a single run, a batch, `threads ...`), the Python API and, later, other
-engines all go through a `Session`, so they cannot drift apart:
+The command line (a single run, a batch, `threads ...`) and the Python API go through a
+`Session`, so they cannot drift apart; threads on Temporal go through `TemporalSession`
+(orchestrator/temporal/session.py), which has the same methods:
 
 - preflight: the graph lints clean, credentials exist for roles Claude plays and a sandbox can
   be made for roles that run commands (unless a recording is replayed), the workspace is a
@@ -43,6 +44,7 @@ from ..spec.loader import load_graph
 from ..spec.models import Graph
 from ..store.base import (
     EventStore,
+    StoredEvent,
     StoreError,
     ThreadBusy,
     ThreadNotFound,
@@ -93,6 +95,7 @@ class Started:
     thread_id: str
     workspace: Path  # where the roles work: the worktree, or the folder itself
     worktree: Worktree | None
+    first: StoredEvent | None = None  # the thread's first event, ThreadStarted, as stored
 
 
 def open_store(
@@ -179,8 +182,12 @@ class Session:
         in_place: bool = False,
         replay: bool = False,
         thread_id: str | None = None,
+        options: RunOptions | None = None,
     ) -> Started:
-        """Create the thread (and its worktree): inputs are checked before anything exists."""
+        """Create the thread (and its worktree): inputs are checked before anything exists.
+
+        `options` matter where starting a thread also sets it running (on Temporal); a local
+        thread runs with the options `advance` is given."""
         check_inputs(graph, inputs)
         thread_id = thread_id or new_thread_id()
         tree = None if in_place or replay else self._isolate(graph, folder, thread_id)
@@ -204,7 +211,7 @@ class Session:
             if tree is not None:  # no thread will ever use it
                 discard_worktree(tree)
             raise
-        return Started(thread_id, workspace, tree)
+        return Started(thread_id, workspace, tree, self.store.events(thread_id)[0])
 
     def _isolate(self, graph: Graph, folder: Path, thread_id: str) -> Worktree | None:
         """The thread's git worktree, or None to work in place (nothing edits, or no repo)."""
@@ -327,6 +334,9 @@ class Session:
 
     def threads(self, state: str | None = None) -> list[ThreadRow]:
         return self.store.threads(state)
+
+    def events(self, thread_id: str) -> list[StoredEvent]:
+        return self.store.events(thread_id)
 
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.store.events(thread_id)])

@@ -1,0 +1,68 @@
+"""`orchestrator worker --temporal ADDRESS`: run threads' workflows and steps from a task queue."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from ..run.session import SessionError
+from .common import EXIT_OK, EXIT_USAGE, fail
+from .session import fail_session
+
+
+@click.command()
+@click.option(
+    "--temporal",
+    "temporal",
+    metavar="ADDRESS",
+    envvar="ORCHESTRATOR_TEMPORAL",
+    required=True,
+    help="The Temporal server, host:port (default: $ORCHESTRATOR_TEMPORAL).",
+)
+@click.option(
+    "--task-queue",
+    default="orchestrator",
+    show_default=True,
+    metavar="QUEUE",
+    help="The task queue to serve; `run --temporal` starts threads on the same one.",
+)
+@click.option(
+    "--max-concurrent",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="How many steps this worker runs at once.",
+)
+def worker(temporal: str, task_queue: str, max_concurrent: int) -> None:
+    """Run threads on Temporal: their workflows (the moderator) and their steps (the actors).
+
+    Start one or more on any machine that has what the roles need (the API key, the agents'
+    programs, the workspace folders at the same paths). Ctrl-C stops the worker; a step it was
+    running goes to another worker. See docs/scale-out.md.
+    """
+    try:
+        # deferred: temporalio is an optional extra; only this command and --temporal need it
+        from ..temporal.worker import run_worker
+    except ImportError:
+        # deferred, as above (the package itself imports nothing)
+        from ..temporal import MISSING
+
+        fail(MISSING, EXIT_USAGE)
+
+    def ready() -> None:
+        click.echo(
+            f"worker on {temporal}, task queue '{task_queue}', up to {max_concurrent} steps at "
+            "once; Ctrl-C stops it",
+            err=True,
+        )
+
+    try:
+        asyncio.run(
+            run_worker(temporal, task_queue=task_queue, max_concurrent=max_concurrent, ready=ready)
+        )
+    except SessionError as exc:
+        fail_session(exc)
+    click.echo("worker stopped", err=True)
+    sys.exit(EXIT_OK)

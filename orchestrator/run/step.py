@@ -1,0 +1,163 @@
+"""One step of a thread, split where the moderator ends and the world begins.
+
+    plan_step(graph, state, command, model) -> StepPlan
+        What the actor is asked: the prompt, the inputs, the history since the role last spoke,
+        its own earlier visits (`memory: session`), the rejected attempts being repaired and the
+        model settings. Pure: a function of the graph and the state, so a Temporal workflow can
+        compute it as well as the local runner.
+    perform_step(plan, role, root, actor) -> Outcome
+        The rest, all I/O: the step's folder (made when the edge names a location), the actor's
+        call, and its reply or its failure as an outcome for `judge`. The local runner calls it
+        in-process; the Temporal activity calls it on a worker.
+
+A plan holds JSON values and small frozen records only, so it travels to a worker as it is.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..actors.base import ActorError, ActRequest, Attempt, HistoryItem, HumanNeeded, Visit
+from ..core import context
+from ..core.commands import RunStep
+from ..core.events import SuspendKind
+from ..core.outcomes import ActorFailed, NeedsPerson, Outcome, PreconditionFailed, Replied
+from ..core.state import ThreadState
+from ..spec.models import Graph, Role
+from .actors import model_settings
+from .preconditions import afailing
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """Everything an actor's request holds except the role object and the step's folder."""
+
+    thread_id: str
+    step: int
+    role_name: str
+    prompt: str
+    location: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    history: tuple[HistoryItem, ...] = ()
+    previous_visits: tuple[Visit, ...] = ()
+    attempts: tuple[Attempt, ...] = ()
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    graph_name: str = ""
+
+    def request(self, role: Role, workspace: Path) -> ActRequest:
+        return ActRequest(
+            thread_id=self.thread_id,
+            step=self.step,
+            role_name=self.role_name,
+            role=role,
+            prompt=self.prompt,
+            inputs=dict(self.inputs),
+            history=self.history,
+            previous_visits=self.previous_visits,
+            attempts=self.attempts,
+            workspace=workspace,
+            model=self.model,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            graph_name=self.graph_name,
+        )
+
+
+def plan_step(
+    graph: Graph, state: ThreadState, command: RunStep, model: str | None = None
+) -> StepPlan:
+    """What the actor of the step in flight is asked. Pure. `model` is --model, if given."""
+    role = graph.roles[command.role]  # decide() suspends a step whose role is gone
+    settings = model_settings(graph, role, model)
+    return StepPlan(
+        thread_id=state.thread_id,
+        step=command.step,
+        role_name=command.role,
+        prompt=command.prompt,
+        location=command.location,
+        inputs=dict(state.inputs),
+        history=tuple(
+            HistoryItem(s.step, s.role, s.status, s.frontmatter, s.body)
+            for s in context.history_for(state, command.role)
+        ),
+        previous_visits=tuple(
+            Visit(s.message, s.reply) for s in context.previous_visits(state, command.role)
+        )
+        if role.memory == "session"
+        else (),
+        attempts=tuple(Attempt(reply, errors) for reply, errors in command.attempts),
+        model=settings.model,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        graph_name=graph.name,
+    )
+
+
+async def perform_step(plan: StepPlan, role: Role, root: Path, actor: Any) -> Outcome:
+    """Ask the actor; its reply, or why there is none, as an outcome.
+
+    `root` is the thread's workspace, resolved. A cancellation (Ctrl-C, a cancel from elsewhere,
+    a Temporal activity cancelled) goes through to the caller, which knows what it means.
+    """
+    try:
+        workspace = step_workspace(root, plan.location)
+    except OSError as exc:
+        return ActorFailed(
+            plan.step,
+            f"cannot make the step's folder '{plan.location}': {exc.strerror or exc}",
+            SuspendKind.GRAPH,
+        )
+    if workspace is None:
+        return ActorFailed(
+            plan.step, f"location '{plan.location}' is outside the workspace", SuspendKind.GRAPH
+        )
+    failures = await afailing(role.requires, workspace)
+    if failures:
+        return PreconditionFailed(plan.step, tuple(failures))
+    started = time.monotonic()
+    try:
+        reply = await actor.play(plan.request(role, workspace))
+    except HumanNeeded:
+        return NeedsPerson(plan.step)
+    except ActorError as exc:
+        usage = exc.usage.to_dict()
+        return ActorFailed(
+            plan.step,
+            exc.message,
+            exc.kind,
+            usage=usage if any(usage.values()) else {},
+            cost_usd=exc.cost_usd,
+        )
+    except Exception as exc:  # a bug in an actor: the thread suspends, it does not crash
+        return ActorFailed(
+            plan.step,
+            f"the {getattr(actor, 'kind', 'actor')} actor failed: {type(exc).__name__}: {exc}",
+            SuspendKind.ACTOR,
+        )
+    return Replied(
+        plan.step,
+        reply.text,
+        message=reply.message,
+        usage=reply.usage.to_dict(),
+        cost_usd=reply.cost_usd,
+        model=reply.model,
+        tool_calls=reply.tool_calls,
+        duration_s=round(time.monotonic() - started, 3),
+        actor=getattr(actor, "kind", type(actor).__name__),
+    )
+
+
+def step_workspace(root: Path, location: str | None) -> Path | None:
+    """The step's folder: the workspace, or the edge's location inside it (made if missing)."""
+    if not location:
+        return root
+    target = (root / location).resolve()
+    if target != root and root not in target.parents:
+        return None
+    target.mkdir(parents=True, exist_ok=True)
+    return target

@@ -1,0 +1,401 @@
+"""A thread as a Temporal workflow: the same moderator, each role step an activity.
+
+Theory of operation
+-------------------
+The workflow id is the thread id. The workflow keeps the thread's event log (each event with its
+sequence number and the workflow's clock) and its folded state, and runs the loop of the local
+runner (`run/runner.py`) with the same three pure functions of `core/engine.py`:
+
+    decide(graph, state) -> Record(event)   append it
+                         -> RunStep         plan the request (`run/step.plan_step`, pure) and run
+                                            the `run_step` activity on a worker; judge its outcome
+                         -> Idle            completed, failed, cancelled: the workflow returns;
+                                            suspended or waiting: wait for a request
+    judge(graph, state, outcome) -> events  append them
+
+Requests from outside are updates, judged by the same `judge`; a refusal (`Refused`) rejects the
+update in its validator, so nothing reaches the history:
+
+    answer(text)                        Answered: a person's reply for the waiting step
+    resume(message, limits, graph)      ResumeRequested: with --max-steps, --model, a changed graph
+    cancel(reason)                      CancelRequested: also stops the step in flight
+    interrupt()                         Interrupted: Ctrl-C of the command that follows the thread
+
+A cancel from Temporal itself (its UI, `temporal workflow cancel`) is judged as CancelRequested.
+
+Failures. An actor's own failure is an outcome (the step suspends, as locally). The activity is
+never retried by Temporal: when its worker dies (no heartbeat) or stops, the workflow judges
+ResumeRequested on the running thread (rule J16: ThreadResumed, interrupted), exactly what
+`threads resume` does after a local process died, so the step runs again on another worker under
+the same number and the log says so. After MAX_LOST such losses in a row, or any other error of
+the activity, the step suspends (kind `actor`, or `timeout`) and can be resumed.
+
+Readers. Queries return the events (paged) and the graph; the memo holds the thread's summary row
+for `threads list`, so listing reads no log. Long threads continue as new with their log.
+Everything here is deterministic: the clock is the workflow's, ids are made by the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
+from temporalio.exceptions import CancelledError as TemporalCancelled
+from temporalio.exceptions import TimeoutError as TemporalTimeout
+
+with workflow.unsafe.imports_passed_through():
+    from ..core import engine
+    from ..core.commands import Idle, Record, RunStep, limits_for
+    from ..core.events import Event, SuspendKind, ThreadStatus, event_from_dict
+    from ..core.outcomes import (
+        ActorFailed,
+        Answered,
+        CancelRequested,
+        Interrupted,
+        Outcome,
+        Refused,
+        ResumeRequested,
+    )
+    from ..core.state import ThreadState
+    from ..run.options import ThreadResult
+    from ..run.step import plan_step
+    from .codec import graph_from_snapshot, outcome_from_dict, plan_to_dict, stored_to_dict
+
+# The moderator's modules are the host's (passed through the sandbox), and so must be what they
+# import on first use (a contract's validator, a YAML parser): every call into them runs here.
+host = workflow.unsafe.imports_passed_through
+
+WORKFLOW_NAME = "OrchestratorThread"
+ACTIVITY_NAME = "run_step"
+MEMO_KEY = "thread"
+WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on a stopping worker
+MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
+STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
+MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
+PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
+
+
+@dataclass
+class ThreadInput:
+    """What a thread's workflow starts with: its log so far, its graph and how to run it."""
+
+    thread_id: str
+    snapshot: dict[str, Any]  # Graph.model_dump(mode="json"): workers need no graph files
+    events: list[dict[str, Any]]  # stored events {seq, at, event}: ThreadStarted at least
+    graph_path: str = ""
+    max_steps: int | None = None
+    model: str | None = None
+    first: dict[str, Any] | None = None  # a request judged first: a completed thread resumed
+    heartbeat_seconds: float = 10.0
+
+
+@dataclass
+class StepInput:
+    """The `run_step` activity's argument: the plan, the role it is for, the workspace."""
+
+    role_name: str
+    role: dict[str, Any]
+    plan: dict[str, Any]
+    workspace: str
+
+
+@dataclass
+class ResumeInput:
+    message: str | None = None
+    max_steps: int | None = None
+    model: str | None = None
+    snapshot: dict[str, Any] | None = None  # a changed graph to continue with
+    graph_path: str | None = None
+
+
+@dataclass
+class EventsPage:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    seq: int = 0  # the thread's last sequence number
+    status: str = ""
+
+
+def refusal(exc: Refused) -> ApplicationError:
+    """A refusal as the failure of an update: its message and errors reach the client."""
+    return ApplicationError(exc.message, list(exc.errors), type="Refused", non_retryable=True)
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class ThreadWorkflow:
+    @workflow.init
+    def __init__(self, params: ThreadInput) -> None:
+        with host():
+            self._setup(params)
+
+    def _setup(self, params: ThreadInput) -> None:
+        self.thread_id = params.thread_id
+        self.snapshot = params.snapshot
+        self.graph = graph_from_snapshot(params.snapshot)
+        self.graph_path = params.graph_path
+        self.limits = limits_for(self.graph, params.max_steps)
+        self.max_steps = params.max_steps
+        self.model = params.model
+        self.heartbeat = timedelta(seconds=params.heartbeat_seconds)
+        self.log: list[dict[str, Any]] = []
+        self.sizes: list[int] = []  # each stored event's JSON size, for paging
+        self.state = ThreadState()
+        for stored in params.events:
+            self._keep(stored, event_from_dict(stored["event"]))
+        self.step: asyncio.Task[Any] | None = None
+        self.stopped = False  # the step in flight was stopped by a cancel or an interrupt
+        self.lost = (0, 0)  # (step, how many times its worker was lost)
+        self.memo: dict[str, Any] = {}
+        self.memo_at = 0.0  # when the memo was last written, in workflow time
+
+    # ------------------------------------------------------------------ the loop
+
+    @workflow.run
+    async def run(self, params: ThreadInput) -> dict[str, Any]:
+        try:
+            if params.first is not None:
+                self._judge(outcome_from_dict(params.first))
+            while await self._turn():
+                if workflow.info().is_continue_as_new_suggested() and self._quiet():
+                    self._publish()
+                    workflow.continue_as_new(self._carry(), memo={MEMO_KEY: self.memo})
+        except asyncio.CancelledError:  # cancelled from Temporal: the thread is cancelled
+            if not self.state.status.ended:
+                self._judge(CancelRequested("cancelled in Temporal"))
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        self._publish()
+        with host():
+            return ThreadResult.of(self.thread_id, self.state).to_dict()
+
+    async def _turn(self) -> bool:
+        """Carry out one command; False when the thread has ended."""
+        with host():
+            command = engine.decide(self.graph, self.state, self.limits)
+        match command:
+            case Idle():
+                if self.state.status.ended:
+                    return False
+                self._publish()
+                await workflow.wait_condition(
+                    lambda: self.state.status == ThreadStatus.RUNNING or self.state.status.ended
+                )
+            case Record():
+                self._append(command.event)
+            case RunStep():
+                outcome = await self._run_step(command)
+                if outcome is not None:
+                    self._judge(outcome)
+        return True
+
+    async def _run_step(self, command: RunStep) -> Outcome | None:
+        with host():
+            role = self.graph.roles[command.role]
+            plan = plan_step(self.graph, self.state, command, self.model)
+            request = StepInput(
+                command.role, role.model_dump(mode="json"), plan_to_dict(plan), self.state.workspace
+            )
+        self._publish()
+        self.stopped = False
+        self.step = workflow.start_activity(
+            ACTIVITY_NAME,
+            request,
+            start_to_close_timeout=STEP_TIMEOUT,
+            heartbeat_timeout=self.heartbeat,
+            retry_policy=RetryPolicy(maximum_attempts=1),  # a lost step is resumed, below
+            summary=f"step {command.step}: {command.role}",
+        )
+        try:
+            result = await self.step
+            with host():
+                return outcome_from_dict(result)
+        except (ActivityError, asyncio.CancelledError) as exc:
+            if self.stopped:
+                return None  # a cancel or an interrupt stopped it, and was recorded
+            if not isinstance(exc, ActivityError) or isinstance(exc.cause, TemporalCancelled):
+                raise asyncio.CancelledError() from None  # the workflow itself was cancelled
+            return self._failed(command, exc)
+        finally:
+            self.step = None
+
+    def _failed(self, command: RunStep, exc: ActivityError) -> Outcome:
+        cause = exc.cause
+        if _lost(cause):
+            step, times = self.lost
+            times = times + 1 if step == command.step else 1
+            self.lost = (command.step, times)
+            if times < MAX_LOST:
+                return ResumeRequested()  # J16: the step in flight runs again, on another worker
+            return ActorFailed(
+                command.step,
+                f"the worker running the step was lost {times} times in a row",
+                SuspendKind.ACTOR,
+            )
+        if isinstance(cause, TemporalTimeout):
+            return ActorFailed(
+                command.step, f"the step ran longer than {STEP_TIMEOUT}", SuspendKind.TIMEOUT
+            )
+        message = str(cause or exc) or type(cause or exc).__name__
+        return ActorFailed(
+            command.step, f"the step failed on a worker: {message}", SuspendKind.ACTOR
+        )
+
+    # ------------------------------------------------------------------ the log
+
+    def _keep(self, stored: dict[str, Any], event: Event) -> None:
+        with host():
+            engine.apply(self.state, event)
+        self.log.append(stored)
+        self.sizes.append(len(json.dumps(stored, ensure_ascii=False, default=str)))
+
+    def _append(self, event: Event) -> None:
+        at = workflow.now().timestamp()
+        self._keep(stored_to_dict(len(self.log) + 1, at, event), event)
+
+    def _judge(self, outcome: Outcome, graph: Any = None) -> None:
+        with host():
+            events = engine.judge(graph or self.graph, self.state, outcome)
+        for event in events:
+            self._append(event)
+
+    def _check(self, outcome: Outcome, graph: Any = None) -> None:
+        try:
+            with host():
+                engine.judge(graph or self.graph, self.state, outcome)  # pure: nothing recorded
+        except Refused as exc:
+            raise refusal(exc) from None
+
+    def _stop_step(self) -> None:
+        """After a cancel or an interrupt: the step in flight has no reader any more."""
+        if self.step is not None and self.state.status != ThreadStatus.RUNNING:
+            self.stopped = True
+            self.step.cancel()
+
+    def _quiet(self) -> bool:
+        return self.step is None and workflow.all_handlers_finished()
+
+    def _carry(self) -> ThreadInput:
+        return ThreadInput(
+            thread_id=self.thread_id,
+            snapshot=self.snapshot,
+            events=self.log,
+            graph_path=self.graph_path,
+            max_steps=self.max_steps,
+            model=self.model,
+            heartbeat_seconds=self.heartbeat.total_seconds(),
+        )
+
+    def _publish(self) -> None:
+        """The summary row in the memo (for `threads list`) and a line for Temporal's UI.
+
+        Each memo update is a history event and a write of the server's visibility store, so a
+        running thread's row is brought up to date at most every MEMO_EVERY seconds; a change
+        of state is written at once."""
+        s = self.state
+        row = {
+            "graph": s.graph,
+            "graph_hash": s.graph_hash,
+            "graph_path": self.graph_path,
+            "workspace": s.workspace,
+            "state": str(s.status),
+            "steps": len(s.steps),
+            "cost_usd": s.cost_usd,
+            "input_tokens": s.input_tokens,
+            "output_tokens": s.output_tokens,
+            "reason": s.reason or "",
+            "seq": len(self.log),
+        }
+        now = workflow.now().timestamp()
+        changed = {k: v for k, v in self.memo.items() if k != "updated"} != row
+        due = self.memo.get("state") != row["state"] or now - self.memo_at >= MEMO_EVERY
+        if changed and due:
+            self.memo = {**row, "updated": self.log[-1]["at"] if self.log else 0.0}
+            self.memo_at = now
+            workflow.upsert_memo({MEMO_KEY: self.memo})
+        f = s.in_flight
+        doing = f" · step {f.step}: {f.role}" if f is not None and s.status == "running" else ""
+        workflow.set_current_details(
+            f"**{s.status}**{doing} · {len(s.steps)} steps committed"
+            + (f"\n\n{s.reason}" if s.reason else "")
+        )
+
+    # ------------------------------------------------------------------ requests
+
+    @workflow.update
+    def answer(self, text: str) -> str:
+        self._judge(Answered(text))
+        return str(self.state.status)
+
+    @answer.validator
+    def _answer_ok(self, text: str) -> None:
+        self._check(Answered(text))
+
+    @workflow.update
+    def resume(self, request: ResumeInput) -> str:
+        with host():
+            if request.snapshot is not None:
+                self.snapshot = request.snapshot
+                self.graph = graph_from_snapshot(request.snapshot)
+                self.graph_path = request.graph_path or self.graph_path
+            self.max_steps, self.model = request.max_steps, request.model
+            self.limits = limits_for(self.graph, request.max_steps)
+        self._judge(ResumeRequested(request.message))
+        return str(self.state.status)
+
+    @resume.validator
+    def _resume_ok(self, request: ResumeInput) -> None:
+        if self.state.status == ThreadStatus.RUNNING:  # the lease's rule: one runner at a time
+            raise ApplicationError(
+                f"thread {self.thread_id} is running on the workers; "
+                "cancel it first if it must stop",
+                type="ThreadBusy",
+                non_retryable=True,
+            )
+        with host():
+            graph = graph_from_snapshot(request.snapshot) if request.snapshot else None
+        self._check(ResumeRequested(request.message), graph)
+
+    @workflow.update
+    def cancel(self, reason: str) -> str:
+        self._judge(CancelRequested(reason))
+        self._stop_step()
+        return str(self.state.status)
+
+    @cancel.validator
+    def _cancel_ok(self, reason: str) -> None:
+        self._check(CancelRequested(reason))
+
+    @workflow.update
+    def interrupt(self) -> str:
+        self._judge(Interrupted())
+        self._stop_step()
+        return str(self.state.status)
+
+    # ------------------------------------------------------------------ reading
+
+    @workflow.query
+    def events(self, after: int) -> EventsPage:
+        """The events after sequence number `after`, at most about PAGE_BYTES of them."""
+        page: list[dict[str, Any]] = []
+        size = 0
+        for index in range(max(0, after), len(self.log)):
+            size += self.sizes[index]
+            if page and size > PAGE_BYTES:
+                break
+            page.append(self.log[index])
+        return EventsPage(page, len(self.log), str(self.state.status))
+
+    @workflow.query
+    def graph_snapshot(self) -> dict[str, Any]:
+        return {"snapshot": self.snapshot, "graph_path": self.graph_path}
+
+
+def _lost(cause: BaseException | None) -> bool:
+    """The step's worker died (no heartbeat) or stopped: the step did not fail, it was lost."""
+    if isinstance(cause, TemporalTimeout):
+        return cause.type == TimeoutType.HEARTBEAT
+    return isinstance(cause, ApplicationError) and cause.type == WORKER_SHUTDOWN
