@@ -467,13 +467,11 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
     role = graph.roles.get(f.role)
     if role is None:
         raise Refused(f"the graph no longer has role '{f.role}', which step {f.step} waits for")
-    try:
-        extract_reply(outcome.text, role)
-    except ExtractError as exc:
-        raise Refused(
-            f"the answer was not accepted for role '{f.role}'", tuple(exc.errors)
-        ) from None  # J8
-    return _judge_reply(graph, f, Replied(f.step, outcome.text, actor="human"))  # J9
+    events = _judge_reply(graph, f, Replied(f.step, outcome.text, actor="human"))  # J9
+    if isinstance(events[0], AttemptRejected):  # an invalid answer is refused, not recorded
+        errors = tuple(events[0].errors)
+        raise Refused(f"the answer was not accepted for role '{f.role}'", errors)  # J8
+    return events
 
 
 def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) -> Event:

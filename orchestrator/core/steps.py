@@ -1,7 +1,7 @@
 """One typed view of a thread's log: its steps, their attempts and the edges it took.
 
 Every reader of a log (the story `threads show` tells, recordings, replay, the testing helpers,
-the drawing of a thread's path, the web page) reads this view instead of walking events itself,
+the drawing of a thread's path) reads this view instead of walking events itself,
 so they cannot disagree about what a step is:
 
 - a step is numbered by its `StepStarted`; it may start more than once (a crash or a resume

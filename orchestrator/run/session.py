@@ -6,7 +6,7 @@ The command line (a single run, a batch, `threads ...`) and the Python API go th
 
 - preflight: the graph lints clean, credentials exist for roles Claude plays and a sandbox can
   be made for roles that run commands (unless a recording is replayed), the workspace is a
-  directory, the graph's `requires:` hold, the inputs fit the graph;
+  directory, the graph's `requires:` hold (the inputs are checked by `start`);
 - start: a git worktree on branch `orchestrator/THREAD-ID` when some role edits files or runs
   commands and the workspace is in a repository (unless in place or replaying), then the
   ThreadStarted event;
