@@ -130,6 +130,12 @@ def test_the_display_steps_aside_while_a_person_answers() -> None:
         apply(state, asking)
         view(StoredEvent(3, 0.0, asking), state)
         assert view.paused
+        from orchestrator.core.events import AttemptRejected
+
+        typo = AttemptRejected(2, "---\n$status: answerd\n---\n", ["no such status"])
+        apply(state, typo)
+        view(StoredEvent(4, 0.0, typo), state)
+        assert view.paused  # the person is asked again: the display stays aside
         planning = StepStarted(3, "planner", "plan", "requester", "answered")
         view(StoredEvent(4, 0.0, planning), state)
         assert view.paused  # a StepStarted does not bring it back; the answer's commit does

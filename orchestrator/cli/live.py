@@ -166,7 +166,8 @@ class LiveView:
 
     def __call__(self, stored: StoredEvent, state: ThreadState) -> None:
         event = stored.event
-        if self.paused and not isinstance(event, StepStarted):
+        # A person being asked stays asked: a rejected answer is asked again below the display.
+        if self.paused and not isinstance(event, (StepStarted, AttemptRejected)):
             self._resume_display()
         self.cost = state.cost_usd
         match event:
