@@ -480,3 +480,63 @@ def test_a_waiting_step_whose_role_is_gone_is_decided_again_on_resume(
     assert command.event.role == "approver" and command.event.step == 2
     with pytest.raises(Refused, match="threads answer"):  # the old graph: answer it instead
         judge(graph, fold(WAITING), ResumeRequested())
+
+
+GUARDED = """
+name: guards-table
+description: Rules D4b, D4c and D5b.
+roles:
+  w:
+    description: w
+    goal: g
+    frontmatter:
+      type: object
+      properties: { $status: { enum: [a, b, c] }, n: { type: integer }, dir: { type: string } }
+      required: [$status]
+graph:
+  $START: { _: { role: w, prompt: "go" } }
+  w:
+    a:
+      - { when: "output.dir > 3", role: $END, prompt: "big" }
+      - { role: $END, prompt: "small" }
+    b:
+      - { when: "output.n > 2", role: $END, prompt: "big" }
+    c: { role: w, prompt: "there", location: "{{{dir}}}" }
+"""
+
+
+@pytest.mark.parametrize(
+    ("rule", "reply_fields", "expect"),
+    [
+        ("D4 a guard that holds picks its edge", {"status": "b", "n": 3}, "Completed big"),
+        ("D4b a guard that fails to evaluate suspends", {"status": "a", "n": 3}, "guard"),
+        ("D4c no guard holds and no default", {"status": "b", "n": 1}, "graph"),
+        ("D5b a location outside the workspace", {"status": "c", "dir": "../x"}, "graph"),
+    ],
+)
+def test_decide_guards_and_locations(
+    make_graph: Any, rule: str, reply_fields: dict[str, Any], expect: str
+) -> None:
+    graph = make_graph(GUARDED)
+    fields = {k: v for k, v in reply_fields.items() if k != "status"}
+    status = reply_fields["status"]
+    log = [
+        START,
+        StepStarted(1, "w", "go", "$START", "_"),
+        StepCommitted(1, "w", status, {"$status": status, **fields}, "", reply(status, **fields)),
+    ]
+    command = decide(graph, fold(log))
+    assert isinstance(command, Record), rule
+    if expect.startswith("Completed"):
+        assert isinstance(command.event, ThreadCompleted) and command.event.final == "big"
+    else:
+        assert isinstance(command.event, ThreadSuspended) and command.event.kind == expect, rule
+
+
+def test_judge_a_failed_precondition(graph: Graph) -> None:
+    """J6b: the step's role needs what the machine lacks."""
+    from orchestrator.core.outcomes import PreconditionFailed
+
+    (event,) = judge(graph, fold(WRITING), PreconditionFailed(1, ("set TOKEN first",)))
+    assert isinstance(event, ThreadSuspended) and event.kind == SuspendKind.PRECONDITION
+    assert "set TOKEN first" in event.reason and event.step == 1
