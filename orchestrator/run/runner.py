@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core import engine
@@ -112,11 +113,13 @@ async def advance(
     actor_for: ActorFor | None = None,
     options: RunOptions | None = None,
     first: Outcome | None = None,
+    finish: Callable[[ThreadResult], None] | None = None,
 ) -> ThreadResult:
     """Advance a thread until it completes, suspends, waits, fails or is cancelled.
 
     `first` (a resume request or a person's answer) is judged once this process holds the
-    thread's lease. Raises store.ThreadBusy when another live process holds it,
+    thread's lease; `finish` runs on the result while the lease is still held (the session
+    commits the thread's work there, so no resume can start in the worktree meanwhile). Raises store.ThreadBusy when another live process holds it,
     core.outcomes.Refused when `first` cannot be taken, and store.StoreError when the store
     fails (the thread is then as its last saved event left it).
     """
@@ -129,6 +132,8 @@ async def advance(
         if first is not None:
             thread.judge(first)
         await _loop(thread, actor_for or default_actor_for(options))
+        if finish is not None:
+            finish(thread.result())
     except (asyncio.CancelledError, KeyboardInterrupt):
         # Ctrl-C or a cancelled task: leave the thread resumable (or answerable), then let the
         # interruption through.

@@ -268,11 +268,23 @@ class Session:
         if replay is not None:
             replay_actor = ReplayActor(replay)
             actor_for = lambda name, role: replay_actor  # noqa: E731
+        finished: dict[str, dict[str, Any]] = {}
+
+        def commit(result: ThreadResult) -> None:  # runs while the lease is held
+            if tree is not None:
+                finished["worktree"] = self._finish(graph, result, tree)
+
         result = await advance(
-            graph, self.store, thread_id, actor_for=actor_for, options=options, first=first
+            graph,
+            self.store,
+            thread_id,
+            actor_for=actor_for,
+            options=options,
+            first=first,
+            finish=commit,
         )
-        if tree is not None:
-            result.worktree = self._finish(graph, result, tree)
+        if tree is not None:  # a thread ended by another process commits nothing: where it is
+            result.worktree = finished.get("worktree") or self._finish(graph, result, tree)
         return result
 
     def _finish(self, graph: Graph, result: ThreadResult, tree: Worktree) -> dict[str, Any]:
