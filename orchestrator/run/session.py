@@ -32,7 +32,7 @@ from typing import Any
 from ..actors.anthropic import NO_KEY, env_credentials
 from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
-from ..core.outcomes import Answered, CancelRequested, Outcome, Refused, ResumeRequested
+from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
 from ..graphdiff import graph_changes
@@ -71,7 +71,7 @@ from .preconditions import failing
 from .preflight import check_inputs, unpriced_models
 from .prune import Pruned, prune_worktrees
 from .runner import advance
-from .waiting import Question, question_of
+from .waiting import Question, answer_errors, question_of
 
 Notify = Callable[[str], None]
 
@@ -369,13 +369,7 @@ class Session:
     def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (empty: it would take it); nothing is
         recorded. Raises Refused when the thread does not wait for an answer at all."""
-        try:
-            engine.judge(graph, self.state(thread_id), Answered(text))
-        except Refused as exc:
-            if not exc.errors:
-                raise
-            return exc.errors
-        return ()
+        return answer_errors(graph, self.state(thread_id), text)
 
     def _graph_quietly(self, row: ThreadRow) -> Graph | None:
         try:

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..actors.base import ActRequest, Attempt
+from ..core import engine
 from ..core.events import ThreadStatus
+from ..core.outcomes import Answered, Refused
 from ..core.state import ThreadState
-from ..spec.models import SINGLE_EXIT, Role
+from ..spec.models import SINGLE_EXIT, Graph, Role
 
 
 @dataclass(frozen=True)
@@ -130,3 +132,15 @@ def question_of(state: ThreadState, roles: dict[str, Role]) -> Question | None:
     return Question(
         state.thread_id, step.step, step.role, roles.get(step.role), step.prompt, state.inputs
     )
+
+
+def answer_errors(graph: Graph, state: ThreadState, text: str) -> tuple[str, ...]:
+    """Why the moderator would refuse this answer (empty: it would take it); nothing is
+    recorded. Raises Refused when the thread does not wait for an answer at all."""
+    try:
+        engine.judge(graph, state, Answered(text))
+    except Refused as exc:
+        if not exc.errors:
+            raise
+        return exc.errors
+    return ()

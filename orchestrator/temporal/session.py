@@ -36,7 +36,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
-from ..core.outcomes import Answered, CancelRequested, Outcome, Refused, ResumeRequested
+from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
 from ..graphdiff import graph_changes
@@ -46,7 +46,7 @@ from ..problems import has_errors
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_inputs
 from ..run.session import Notify, SessionError, Started
-from ..run.waiting import Question, question_of
+from ..run.waiting import Question, answer_errors, question_of
 from ..spec.loader import load_graph
 from ..spec.models import Graph
 from ..store.base import StoredEvent, ThreadRow
@@ -419,13 +419,7 @@ class TemporalSession:
 
     def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (as Session.check_answer)."""
-        try:
-            engine.judge(graph, self.state(thread_id), Answered(text))
-        except Refused as exc:
-            if not exc.errors:
-                raise
-            return exc.errors
-        return ()
+        return answer_errors(graph, self.state(thread_id), text)
 
     def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Any]:
         raise SessionError("threads on Temporal have no worktrees here: nothing to prune")
