@@ -7,7 +7,7 @@ Pure functions of the state; the rules they apply are listed in engine.py's theo
 from __future__ import annotations
 
 from ..extract import ExtractError, Output, extract_output
-from ..spec.models import Edge, Role
+from ..spec.models import Role
 from .commands import Limits, Record
 from .events import SuspendKind, ThreadSuspended
 from .state import ThreadState
@@ -17,18 +17,18 @@ def suspend(reason: str, kind: SuspendKind, step: int | None = None) -> Record:
     return Record(ThreadSuspended(reason, kind, step=step))
 
 
-def check_limits(state: ThreadState, edge: Edge, limits: Limits) -> Record | None:
-    steps = len(state.steps) - state.budget_step
+def check_limits(state: ThreadState, role: str, limits: Limits) -> Record | None:
+    steps = len(state.steps) + state.child_steps - state.budget_step
     if steps >= limits.max_steps:
         return suspend(
             f"limit max_steps ({limits.max_steps}) reached after {steps} steps; raise "
             f"`limits.max_steps` in the graph or pass --max-steps, then resume",
             SuspendKind.LIMIT,
         )
-    visits = len(state.visits.get(edge.role, [])) - state.budget_visits.get(edge.role, 0)
+    visits = len(state.visits.get(role, [])) - state.budget_visits.get(role, 0)
     if visits >= limits.max_visits:
         return suspend(
-            f"limit max_visits ({limits.max_visits}) reached: role '{edge.role}' already ran "
+            f"limit max_visits ({limits.max_visits}) reached: role '{role}' already ran "
             f"{visits} times; raise `limits.max_visits` in the graph, then resume",
             SuspendKind.LIMIT,
         )

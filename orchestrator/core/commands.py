@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..spec.models import Graph
 from .events import Event, ThreadStatus
@@ -17,6 +18,15 @@ class RunStep:
     prompt: str
     location: str | None
     attempts: tuple[tuple[str, tuple[str, ...]], ...]
+    inputs: dict[str, Any] | None = None  # into a subgraph role: the child's inputs
+
+
+@dataclass(frozen=True)
+class RunBranches:
+    """Keep these branch steps running (start those not running yet); each outcome goes to
+    judge() as it comes. Level-triggered: decide() lists every branch that should be running."""
+
+    steps: tuple[RunStep, ...]
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ class Idle:
     status: ThreadStatus
 
 
-Command = RunStep | Record | Idle
+Command = RunStep | RunBranches | Record | Idle
 
 
 @dataclass(frozen=True)
@@ -41,11 +51,17 @@ class Limits:
     max_steps: int
     max_visits: int
     max_cost_usd: float | None
+    max_parallel: int = 4
 
 
-def limits_for(graph: Graph, max_steps: int | None = None) -> Limits:
+def limits_for(
+    graph: Graph, max_steps: int | None = None, max_cost_usd: float | None = None
+) -> Limits:
+    """The graph's limits; `max_steps` (--max-steps) and `max_cost_usd` (what a parent thread
+    has left for a subgraph's child) override them."""
     return Limits(
         max_steps if max_steps is not None else graph.limits.max_steps,
         graph.limits.max_visits,
-        graph.limits.max_cost_usd,
+        max_cost_usd if max_cost_usd is not None else graph.limits.max_cost_usd,
+        graph.limits.max_parallel,
     )

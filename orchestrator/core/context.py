@@ -12,7 +12,7 @@ from ..spec.models import START, Graph
 from .state import Step, ThreadState
 
 
-def _with_nulls(
+def output_with_nulls(
     graph: Graph, role: str, status: str, frontmatter: dict[str, Any]
 ) -> dict[str, Any]:
     """Declared-but-absent fields of the status are present as null (docs/format.md section 6)."""
@@ -35,20 +35,36 @@ def _inputs(graph: Graph, state: ThreadState) -> dict[str, Any]:
     return inputs
 
 
-def template_context(graph: Graph, state: ThreadState, source: str, status: str) -> dict[str, Any]:
-    """The names an edge prompt sees (docs/format.md section 6)."""
+def template_context(
+    graph: Graph,
+    state: ThreadState,
+    source: str,
+    status: str,
+    previous: Step | None = None,
+    branches: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The names an edge prompt sees (docs/format.md section 6). `previous` is the step whose
+    output the edge leaves from (default: the last committed one; on a join edge, the step that
+    fanned out); `branches` is `$branches`, on a join edge."""
     steps_ctx: dict[str, Any] = {}
     for role, step in state.latest.items():
-        entry = _with_nulls(graph, role, step.status, step.frontmatter)
+        entry = output_with_nulls(graph, role, step.status, step.frontmatter)
         entry["$body"] = step.body
         entry["$status"] = step.status
         steps_ctx[role] = entry
     context: dict[str, Any] = {}
-    if source != START and state.steps:
-        last = state.steps[-1]
-        context.update(_with_nulls(graph, last.role, last.status, last.frontmatter))
+    last = (
+        previous
+        if previous is not None or branches is not None
+        else (state.steps[-1] if state.steps else None)
+    )
+    if source != START and last is not None:
+        context.update(output_with_nulls(graph, last.role, last.status, last.frontmatter))
         context["$body"] = last.body
+    if source != START:
         context["$status"] = status  # the status of the edge being taken
+    if branches is not None:
+        context["$branches"] = branches
     context["$inputs"] = _inputs(graph, state)
     context["$steps"] = steps_ctx
     context["$thread"] = {
@@ -61,7 +77,7 @@ def template_context(graph: Graph, state: ThreadState, source: str, status: str)
 
 def _output(graph: Graph, step: Step) -> dict[str, Any]:
     """A step's output as a guard sees it: fields (declared ones null when absent), `status`."""
-    data = _with_nulls(graph, step.role, step.status, step.frontmatter)
+    data = output_with_nulls(graph, step.role, step.status, step.frontmatter)
     data.pop("$status", None)
     data["status"] = step.status
     return data

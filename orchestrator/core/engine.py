@@ -91,21 +91,25 @@ judge: outcomes of a step (Replied, ActorFailed, PreconditionFailed, NeedsPerson
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from ..extract import ExtractError
-from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph
-from ..templates import TemplateEmptyError, TemplateSyntaxError, TemplateVarError, render_prompt
+from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph, Join
+from . import fanout
 from .checks import (
     KEPT_OF_A_HUGE_REPLY,
     MAX_REPLY_CHARS,
     check_limits,
     extract_reply,
-    location_problem,
     suspend,
 )
 from .commands import Command, Idle, Limits, Record, RunStep, limits_for
 from .context import guard_names, template_context
+from .edges import missing_edge, render_edge, render_one
 from .events import (
     AttemptRejected,
+    BranchFailed,
     Event,
     HumanWaiting,
     StepCommitted,
@@ -113,17 +117,18 @@ from .events import (
     SuspendKind,
     ThreadCancelled,
     ThreadCompleted,
-    ThreadFailed,
     ThreadResumed,
-    ThreadStarted,
     ThreadStatus,
     ThreadSuspended,
 )
+from .fold import apply as apply
+from .fold import fold as fold
 from .guards import GuardError, evaluate
 from .outcomes import (
     ActorFailed,
     Answered,
     CancelRequested,
+    ChildEnded,
     Interrupted,
     NeedsPerson,
     Outcome,
@@ -132,115 +137,13 @@ from .outcomes import (
     Replied,
     ResumeRequested,
 )
-from .state import InFlight, Step, ThreadState
-
-# --------------------------------------------------------------------------- apply
-
-
-def _add_usage(state: ThreadState, usage: dict[str, int], cost_usd: float) -> None:
-    state.cost_usd += cost_usd
-    state.input_tokens += (
-        int(usage.get("input_tokens", 0))
-        + int(usage.get("cache_read_input_tokens", 0))
-        + int(usage.get("cache_creation_input_tokens", 0))
-    )
-    state.output_tokens += int(usage.get("output_tokens", 0))
-
-
-def apply(state: ThreadState, event: Event) -> ThreadState:
-    """Fold one event into the state (in place; returns it for convenience). Rules A1-A9."""
-    state.events += 1
-    match event:
-        case ThreadStarted():
-            state.thread_id = event.thread_id
-            state.graph = event.graph
-            state.graph_hash = event.graph_hash
-            state.inputs = dict(event.inputs)
-            state.workspace = event.workspace
-            state.status = ThreadStatus.RUNNING
-        case StepStarted():
-            state.in_flight = InFlight(
-                event.step, event.role, event.prompt, event.source, event.status, event.location
-            )
-            state.resume_from_end = False
-        case AttemptRejected():
-            if state.in_flight is not None:
-                state.in_flight.attempts.append((event.reply, list(event.errors)))
-            _add_usage(state, event.usage, event.cost_usd)
-        case StepCommitted():
-            step = Step(
-                event.step,
-                event.role,
-                event.status,
-                dict(event.frontmatter),
-                event.body,
-                event.reply,
-                event.message,
-                event.cost_usd,
-            )
-            state.steps.append(step)
-            state.latest[event.role] = step
-            state.visits.setdefault(event.role, []).append(len(state.steps) - 1)
-            _add_usage(state, event.usage, event.cost_usd)
-            state.in_flight = None
-            state.resume_message = None  # it reached the step it was meant for
-            if state.status == ThreadStatus.WAITING:
-                state.status = ThreadStatus.RUNNING
-                state.reason = None
-        case HumanWaiting():
-            state.status = ThreadStatus.WAITING
-            state.reason = f"step {event.step} waits for a person to answer as '{event.role}'"
-        case ThreadSuspended():
-            _add_usage(state, event.usage, event.cost_usd)
-            state.status = ThreadStatus.SUSPENDED
-            state.reason = event.reason
-            state.suspend_kind = event.kind
-        case ThreadResumed():
-            if state.ending is not None:  # from an ending, success or failure
-                state.resume_from_end = True
-                state.final = state.ending = state.recovery = None
-                state.end_message = event.message  # $inputs.message on $START.resume
-            else:
-                state.end_message = None
-                if event.message:
-                    state.resume_message = event.message
-            state.in_flight = None
-            if state.suspend_kind == SuspendKind.LIMIT:
-                state.budget_step = len(state.steps)
-                state.budget_cost = state.cost_usd
-                state.budget_visits = {r: len(v) for r, v in state.visits.items()}
-            state.status = ThreadStatus.RUNNING
-            state.reason = None
-            state.suspend_kind = None
-        case ThreadCompleted():
-            state.resume_message = None
-            failed = event.outcome == "failure"
-            state.status = ThreadStatus.FAILED if failed else ThreadStatus.COMPLETED
-            state.final = event.final
-            state.ending = event.ending
-            state.recovery = event.recovery
-            state.reason = f"it reached the ending '{event.ending}' (a failure)" if failed else None
-        case ThreadFailed():
-            state.status = ThreadStatus.FAILED
-            state.reason = event.error
-        case ThreadCancelled():
-            state.status = ThreadStatus.CANCELLED
-            state.reason = event.reason
-    return state
-
-
-def fold(events: list[Event]) -> ThreadState:
-    state = ThreadState()
-    for event in events:
-        apply(state, event)
-    return state
-
+from .state import InFlight, ThreadState
 
 # --------------------------------------------------------------------------- decide
 
 
 def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Command:
-    """The next command for a thread. Pure: same graph and state, same command. D1-D8."""
+    """The next command for a thread. Pure: same graph and state, same command. D1-D13."""
     if state.status != ThreadStatus.RUNNING:
         return Idle(state.status)
     if state.in_flight is not None:
@@ -250,8 +153,11 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
                 f"step {f.step}: the graph no longer has role '{f.role}'", SuspendKind.GRAPH, f.step
             )
         attempts = tuple((reply, tuple(errors)) for reply, errors in f.attempts)
-        return RunStep(f.step, f.role, f.prompt, f.location, attempts)
+        return RunStep(f.step, f.role, f.prompt, f.location, attempts, f.inputs)
     limits = limits or limits_for(graph)
+    if state.fanout is not None:
+        command = fanout.next_branch_command(graph, state, limits)
+        return command if command is not None else _take_join(graph, state, limits)
 
     source, status = _next_edge_key(state)
     chosen = _choose_edge(graph, state, source, status)
@@ -259,29 +165,42 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
         return chosen
     option, edge = chosen
     context = template_context(graph, state, source, status)
-    label = f"edge {source} --{status}--> {edge.role}"
-    try:
-        prompt = render_prompt(edge.prompt, context)
-        location = render_prompt(edge.location, context) if edge.location else None
-        recovery = render_prompt(edge.recovery, context) if edge.recovery else None
-    except TemplateVarError as exc:
-        return suspend(
-            f"{label}: template variable '{exc.name}' resolves to nothing "
-            f"(run `orchestrator validate` to check the graph's templates)",
-            SuspendKind.TEMPLATE,
-        )
-    except TemplateEmptyError:
-        return suspend(f"{label}: the prompt rendered empty", SuspendKind.TEMPLATE)
-    except TemplateSyntaxError as exc:
-        return suspend(f"{label}: template syntax error: {exc}", SuspendKind.TEMPLATE)
+    label = f"edge {source} --{status}--> {edge.role or 'parallel'}"
+    if edge.fans_out:
+        return fanout.fan_out(graph, state, limits, (source, status, option), edge, context)
+    return _take(
+        graph,
+        state,
+        limits,
+        label,
+        edge,
+        context,
+        StepStarted(0, "", "", source, status, option=option),
+    )
 
-    if location is not None and (problem := location_problem(location)):
-        shown = location if len(location) <= 60 else location[:60] + "…"
-        return suspend(f"{label}: location {shown!r} {problem}", SuspendKind.GRAPH)
+
+def _take(
+    graph: Graph,
+    state: ThreadState,
+    limits: Limits,
+    label: str,
+    edge: Edge | Join,
+    context: dict[str, Any],
+    start: StepStarted,
+) -> Command:
+    """Render an edge and start its step, or end the thread (D5-D8); `start` carries where the
+    edge comes from."""
+    rendered = render_edge(label, edge, context)
+    if isinstance(rendered, Record):
+        return rendered
+    prompt, location, inputs = rendered
     if edge.role == END:
+        recovery = render_one(label, edge.recovery, context) if edge.recovery else None
+        if isinstance(recovery, Record):
+            return recovery
         ending, outcome = edge.ending or "done", edge.outcome or "success"
-        return Record(ThreadCompleted(prompt, ending, outcome, recovery, option))
-    guard = check_limits(state, edge, limits)
+        return Record(ThreadCompleted(prompt, ending, outcome, recovery, start.option))
+    guard = check_limits(state, edge.role or "", limits)
     if guard is not None:
         return guard
     if state.resume_message:
@@ -289,7 +208,31 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
             f"{prompt}\n\nMessage from the person who resumed this thread:\n{state.resume_message}"
         )
     step = len(state.steps) + 1
-    return Record(StepStarted(step, edge.role, prompt, source, status, location, option))
+    return Record(
+        replace(
+            start, step=step, role=edge.role or "", prompt=prompt, location=location, inputs=inputs
+        )
+    )
+
+
+def _take_join(graph: Graph, state: ThreadState, limits: Limits) -> Command:
+    """D6-D8 for the join edge, once every branch committed: it sees `$branches`, and the
+    output that fanned out as its fields."""
+    fo = state.fanout
+    assert fo is not None
+    edges = graph.edges(fo.source, fo.status)
+    edge = edges[fo.option] if fo.option < len(edges) else None
+    if edge is None or edge.join is None:
+        return suspend(
+            f"the fan-out of '{fo.source}' on '{fo.status}' is no longer in the graph",
+            SuspendKind.GRAPH,
+        )
+    previous = state.steps[fo.source_index] if fo.source_index is not None else None
+    branches = fanout.branches_value(graph, state)
+    context = template_context(graph, state, fo.source, fo.status, previous, branches)
+    label = f"join edge {fo.source} --{fo.status}--> {edge.join.role}"
+    start = StepStarted(0, "", "", fo.source, fo.status, option=fo.option, join=True)
+    return _take(graph, state, limits, label, edge.join, context, start)
 
 
 def _choose_edge(
@@ -298,7 +241,7 @@ def _choose_edge(
     """The first edge whose guard holds, else the default (the last); D4 and D4b."""
     edges = graph.edges(source, status)
     if not edges:
-        return _missing_edge(graph, source, status)
+        return missing_edge(graph, source, status)
     if len(edges) == 1 and edges[0].when is None:
         return 0, edges[0]
     names = guard_names(graph, state, source)
@@ -330,20 +273,6 @@ def _next_edge_key(state: ThreadState) -> tuple[str, str]:
     return last.role, last.status
 
 
-def _missing_edge(graph: Graph, source: str, status: str) -> Record:
-    if source == START and status == RESUME:
-        return suspend(
-            "the graph has no `$START.resume` edge, so a completed thread cannot continue",
-            SuspendKind.GRAPH,
-        )
-    known = ", ".join(sorted(graph.graph.get(source, {}))) or "none"
-    return suspend(
-        f"role '{source}' replied status '{status}' but the graph has no edge for it "
-        f"(edges of '{source}': {known}); fix the graph and resume",
-        SuspendKind.GRAPH,
-    )
-
-
 # --------------------------------------------------------------------------- judge
 
 
@@ -360,31 +289,14 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
     if graph is None:
         raise ValueError(f"judging {type(outcome).__name__} needs the thread's graph")
     match outcome:
-        case Replied() | ActorFailed() | NeedsPerson() | PreconditionFailed():
-            f = state.in_flight
-            if state.status != ThreadStatus.RUNNING or f is None or f.step != outcome.step:
+        case Replied() | ChildEnded() | ActorFailed() | NeedsPerson() | PreconditionFailed():
+            f = state.flight(outcome.step)
+            if state.status != ThreadStatus.RUNNING or f is None or f.waiting:
                 return []  # J1
-            if isinstance(outcome, ActorFailed):
-                return [
-                    ThreadSuspended(
-                        f"step {f.step} ({f.role}): {outcome.message}",
-                        outcome.kind,
-                        step=f.step,
-                        usage=dict(outcome.usage),
-                        cost_usd=outcome.cost_usd,
-                    )
-                ]  # J6
-            if isinstance(outcome, NeedsPerson):
-                return [HumanWaiting(f.step, f.role)]  # J7
-            if isinstance(outcome, PreconditionFailed):
-                return [
-                    ThreadSuspended(
-                        f"step {f.step} ({f.role}) cannot start: " + "; ".join(outcome.failures),
-                        SuspendKind.PRECONDITION,
-                        step=f.step,
-                    )
-                ]  # J6b
-            return _judge_reply(graph, f, outcome)
+            events = _judge_step(graph, f, outcome)
+            if f.branch is None:
+                return events
+            return [_as_branch_failure(e) for e in events]  # J18
         case Answered():
             return _judge_answer(graph, state, outcome)
         case Interrupted():
@@ -394,16 +306,75 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
             role = graph.roles.get(f.role) if f is not None else None
             if f is not None and role is not None and role.actor == "human":
                 return [HumanWaiting(f.step, f.role)]  # J10
+            in_flight = f.step if f is not None else None
+            if in_flight is None and state.fanout is not None and state.fanout.flights:
+                in_flight = min(state.fanout.flights)
             return [
                 ThreadSuspended(
                     "interrupted by the user; resume to continue",
                     SuspendKind.INTERRUPTED,
-                    step=f.step if f is not None else None,
+                    step=in_flight,
                 )
             ]  # J11
         case ResumeRequested():
             return [_judge_resume(graph, state, outcome)]
     raise TypeError(f"not an outcome: {outcome!r}")
+
+
+def _judge_step(
+    graph: Graph,
+    f: InFlight,
+    outcome: Replied | ChildEnded | ActorFailed | NeedsPerson | PreconditionFailed,
+) -> list[Event]:
+    match outcome:
+        case ActorFailed():
+            return [
+                ThreadSuspended(
+                    f"step {f.step} ({f.role}): {outcome.message}",
+                    outcome.kind,
+                    step=f.step,
+                    usage=dict(outcome.usage),
+                    cost_usd=outcome.cost_usd,
+                )
+            ]  # J6
+        case NeedsPerson():
+            return [HumanWaiting(f.step, f.role)]  # J7
+        case PreconditionFailed():
+            return [
+                ThreadSuspended(
+                    f"step {f.step} ({f.role}) cannot start: " + "; ".join(outcome.failures),
+                    SuspendKind.PRECONDITION,
+                    step=f.step,
+                )
+            ]  # J6b
+        case ChildEnded():
+            return [
+                StepCommitted(
+                    step=f.step,
+                    role=f.role,
+                    status=outcome.ending,
+                    frontmatter={k: v for k, v in outcome.frontmatter.items() if k != "$status"},
+                    body=outcome.final,
+                    reply=outcome.final,
+                    usage=dict(outcome.usage),
+                    cost_usd=outcome.cost_usd,
+                    duration_s=outcome.duration_s,
+                    actor="subgraph",
+                    child=outcome.child,
+                    child_steps=outcome.steps,
+                )
+            ]  # J19
+    return _judge_reply(graph, f, outcome)
+
+
+def _as_branch_failure(event: Event) -> Event:
+    """A branch that would suspend the thread fails alone; the thread suspends once the other
+    running branches end (D12)."""
+    if not isinstance(event, ThreadSuspended) or event.step is None:
+        return event
+    return BranchFailed(
+        event.step, event.reason, event.kind, event.reply, dict(event.usage), event.cost_usd
+    )
 
 
 def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
@@ -461,8 +432,8 @@ def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
 
 
 def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[Event]:
-    f = state.in_flight
-    if state.status != ThreadStatus.WAITING or f is None:
+    f = state.waiting_for
+    if f is None:
         raise Refused(f"thread {state.thread_id} is {state.status}, not waiting for an answer")
     role = graph.roles.get(f.role)
     if role is None:
@@ -481,8 +452,9 @@ def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) ->
         state.status == ThreadStatus.FAILED and not ended_at_end
     ):
         raise Refused(f"thread {tid} is {state.status} and cannot be resumed")  # J15
-    waits = state.in_flight.role if state.in_flight is not None else None
-    if state.status == ThreadStatus.WAITING and waits in graph.roles:
+    waits = state.waiting_for.role if state.waiting_for is not None else None
+    role = graph.roles.get(waits) if waits is not None else None
+    if role is not None and role.graph is None:  # a subgraph's child waits: resume goes on to it
         raise Refused(
             f"thread {tid} waits for a person: answer it with `orchestrator threads answer {tid}`"
         )
@@ -491,5 +463,5 @@ def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) ->
     if state.status == ThreadStatus.NEW:
         raise Refused("the thread has not started")
     # J16: its last process died with a step in flight (a waiting step whose role is gone, too)
-    interrupted = state.status == ThreadStatus.RUNNING and state.in_flight is not None
+    interrupted = state.status == ThreadStatus.RUNNING and state.busy
     return ThreadResumed(message=outcome.message, interrupted=interrupted)  # J17

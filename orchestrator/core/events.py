@@ -76,6 +76,8 @@ class ThreadStarted(Event):
     graph_hash: str
     inputs: dict[str, Any]
     workspace: str
+    parent: str | None = None  # a subgraph's child thread: the parent thread's id
+    parent_step: int | None = None  # and the parent's step it plays
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,34 @@ class StepStarted(Event):
     status: str  # the edge key taken
     location: str | None = None
     option: int = 0  # which edge of a guarded list was taken
+    branch: int | None = None  # a branch of a fan-out: its index (section 15)
+    join: bool = False  # the join edge of a fan-out
+    inputs: dict[str, Any] | None = None  # into a subgraph role: the child's rendered inputs
+
+
+@dataclass(frozen=True)
+class BranchesStarted(Event):
+    """An edge fanned out (section 15): each branch will run as a step of its own, numbered
+    from `first_step` in branch order. A branch is {role, prompt, location, inputs}."""
+
+    source: str
+    status: str
+    first_step: int
+    branches: list[dict[str, Any]]
+    option: int = 0
+
+
+@dataclass(frozen=True)
+class BranchFailed(Event):
+    """A branch suspended (a $SUSPEND, repairs used up, its actor failed): the thread suspends
+    once the other running branches end."""
+
+    step: int
+    reason: str
+    kind: SuspendKind
+    reply: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -113,6 +143,8 @@ class StepCommitted(Event):
     tool_calls: int = 0
     duration_s: float = 0.0
     actor: str = ""  # who answered: anthropic, human, command, replay, scripted
+    child: str | None = None  # a subgraph role's step: the child thread's id
+    child_steps: int = 0  # and the child's steps, which count against the parent's limits
 
 
 @dataclass(frozen=True)
@@ -163,6 +195,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         ThreadStarted,
         StepStarted,
+        BranchesStarted,
+        BranchFailed,
         AttemptRejected,
         StepCommitted,
         HumanWaiting,
@@ -181,7 +215,7 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     cls = EVENT_TYPES[data.pop("type")]
     names = {f.name for f in dataclasses.fields(cls)}
     values = {k: v for k, v in data.items() if k in names}
-    if cls is ThreadSuspended:
+    if cls in (ThreadSuspended, BranchFailed):
         values["kind"] = suspend_kind(values.get("kind", ""))
     return cls(**values)
 

@@ -34,6 +34,21 @@ class ActorFailed:
 
 
 @dataclass(frozen=True)
+class ChildEnded:
+    """A subgraph role's child thread reached an ending (section 14)."""
+
+    step: int
+    child: str  # the child thread's id
+    ending: str
+    final: str  # the child's final message: the step's $body
+    frontmatter: dict[str, object] = field(default_factory=dict)  # its last committed step's
+    usage: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    steps: int = 0  # the child's steps (its own children's included)
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class PreconditionFailed:
     """The role's `requires:` did not hold when its step was about to start."""
 
@@ -72,6 +87,7 @@ class ResumeRequested:
 
 Outcome = (
     Replied
+    | ChildEnded
     | ActorFailed
     | PreconditionFailed
     | NeedsPerson

@@ -39,6 +39,40 @@ class InFlight:
     status: str
     location: str | None
     attempts: list[tuple[str, list[str]]] = field(default_factory=list)
+    branch: int | None = None  # a branch of the fan-out in progress: its index
+    waiting: bool = False  # a branch waiting for a person while others run
+    inputs: dict[str, Any] | None = None  # a subgraph role's rendered inputs
+
+
+@dataclass
+class FanOut:
+    """An edge that fanned out and whose join has not been taken yet (section 15)."""
+
+    source: str
+    status: str
+    option: int
+    first_step: int
+    branches: list[dict[str, Any]]  # {role, prompt, location, inputs}, in branch order
+    source_index: int | None  # the fanning-out step's index in `steps` (None from $START)
+    flights: dict[int, InFlight] = field(default_factory=dict)  # by step number
+    done: dict[int, Step] = field(default_factory=dict)  # by branch index
+    failed: dict[int, tuple[str, SuspendKind]] = field(default_factory=dict)  # by branch index
+
+    def unstarted(self) -> list[int]:
+        """Branch indexes neither running, committed nor failed, in order."""
+        busy = {f.branch for f in self.flights.values()} | set(self.done) | set(self.failed)
+        return [i for i in range(len(self.branches)) if i not in busy]
+
+    def running(self) -> list[InFlight]:
+        """Branches in flight that are not waiting for a person, by step number."""
+        return sorted((f for f in self.flights.values() if not f.waiting), key=lambda f: f.step)
+
+    def waiting(self) -> list[InFlight]:
+        return sorted((f for f in self.flights.values() if f.waiting), key=lambda f: f.step)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.done) == len(self.branches)
 
 
 @dataclass
@@ -55,6 +89,8 @@ class ThreadState:
     latest: dict[str, Step] = field(default_factory=dict)  # each role's latest committed step
     visits: dict[str, list[int]] = field(default_factory=dict)  # role -> indexes into steps
     in_flight: InFlight | None = None
+    fanout: FanOut | None = None  # branches in progress; their steps are in its flights
+    child_steps: int = 0  # steps of subgraph children, counted against max_steps
     resume_message: str | None = None  # appended to the next step's prompt
     resume_from_end: bool = False  # take $START.resume next
     end_message: str | None = None  # the message of a resume from an ending: $inputs.message
@@ -71,6 +107,27 @@ class ThreadState:
     budget_step: int = 0
     budget_cost: float = 0.0
     budget_visits: dict[str, int] = field(default_factory=dict)
+
+    def flight(self, step: int) -> InFlight | None:
+        """The step in flight with this number: the one step, or a branch."""
+        if self.in_flight is not None and self.in_flight.step == step:
+            return self.in_flight
+        return self.fanout.flights.get(step) if self.fanout is not None else None
+
+    @property
+    def waiting_for(self) -> InFlight | None:
+        """The step a person must answer: the one in flight, or the first waiting branch."""
+        if self.status != ThreadStatus.WAITING:
+            return None
+        if self.in_flight is not None:
+            return self.in_flight
+        waiting = self.fanout.waiting() if self.fanout is not None else []
+        return waiting[0] if waiting else None
+
+    @property
+    def busy(self) -> bool:
+        """A step (or a branch) is in flight."""
+        return self.in_flight is not None or bool(self.fanout and self.fanout.flights)
 
     @property
     def step_count(self) -> int:

@@ -18,6 +18,7 @@ OnEvent = Callable[[StoredEvent, ThreadState], None]
 @dataclass
 class RunOptions:
     max_steps: int | None = None
+    max_cost_usd: float | None = None  # a subgraph's child: what its parent's limit leaves
     model: str | None = None  # --model: overrides every role's model
     on_event: OnEvent | None = None
     max_retries: int = 2  # the provider SDK's own retries

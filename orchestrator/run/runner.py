@@ -5,7 +5,10 @@ It decides nothing. It asks `decide` for the next command and carries it out:
     Record(event)  append the event
     RunStep        plan the actor's request from the state (`step.plan_step`, pure), perform it
                    (`step.perform_step`: the call and its outcome: a reply, a failure, "a person
-                   must answer") and hand the outcome to `judge`, appending the events it returns
+                   must answer") and hand the outcome to `judge`, appending the events it returns;
+                   a subgraph role's step runs its child thread instead (`children.run_child`)
+    RunBranches    start the listed branch steps not running yet, wait for the first to end,
+                   judge its outcome (several at once: in step order)
     Idle           stop: the thread completed, suspended, waits, failed or was cancelled
 
 Every event is appended (and so committed) before the state moves on, and the state is always
@@ -20,17 +23,18 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..core import engine
-from ..core.commands import Idle, Record, RunStep
+from ..core.commands import Idle, Record, RunBranches, RunStep
 from ..core.events import Event
 from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState
 from ..spec.models import Graph
 from ..store.base import EventStore, Owner, StoreError, ThreadBusy
 from .actors import default_actor_for
+from .children import run_child
 from .options import ActorFor, RunOptions, ThreadResult
 from .step import perform_step, plan_step
 
@@ -47,6 +51,7 @@ class LiveThread:
         self.state = ThreadState()
         self.seq = 0
         self.step_task: asyncio.Future[Outcome] | None = None
+        self.branch_tasks: dict[int, asyncio.Future[Outcome]] = {}  # by step number
         self.catch_up(notify=False)
         self._root: Path | None = None
 
@@ -101,8 +106,15 @@ class LiveThread:
             except StoreError:
                 continue  # the step's own append meets the same error and reports it
             # Every poll, not only the one that saw the cancel: the step may start after it.
-            if self.state.status.ended and self.step_task is not None:
-                self.step_task.cancel()
+            if self.state.status.ended:
+                self.stop_steps()
+
+    def stop_steps(self) -> None:
+        """Cancel every step in flight in this process."""
+        if self.step_task is not None:
+            self.step_task.cancel()
+        for task in self.branch_tasks.values():
+            task.cancel()
 
 
 async def advance(
@@ -144,6 +156,7 @@ async def advance(
             raise
     finally:
         watcher.cancel()
+        thread.stop_steps()
         # A store that just failed (a full disk) may fail this too; the lease of a process
         # that is gone is taken over anyway, and the first error is the one to report.
         with contextlib.suppress(StoreError):
@@ -152,7 +165,7 @@ async def advance(
 
 
 async def _loop(thread: LiveThread, actor_for: ActorFor) -> None:
-    limits = engine.limits_for(thread.graph, thread.options.max_steps)
+    limits = engine.limits_for(thread.graph, thread.options.max_steps, thread.options.max_cost_usd)
     while True:
         command = engine.decide(thread.graph, thread.state, limits)
         match command:
@@ -164,16 +177,22 @@ async def _loop(thread: LiveThread, actor_for: ActorFor) -> None:
                 outcome = await _perform(thread, command, actor_for)
                 if outcome is not None:
                     thread.judge(outcome)
+            case RunBranches():
+                await _branches(thread, command, actor_for)
+
+
+def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Awaitable[Outcome]:
+    """The step's actor call, or a subgraph role's child thread."""
+    role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
+    if role.graph is not None:
+        return run_child(thread, command, actor_for, advance)
+    plan = plan_step(thread.graph, thread.state, command, thread.options.model)
+    return perform_step(plan, role, thread.workspace_root(), actor_for(command.role, role))
 
 
 async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Outcome | None:
     """Call the actor for the step in flight; its outcome, or None if the thread ended meanwhile."""
-    role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
-    plan = plan_step(thread.graph, thread.state, command, thread.options.model)
-    actor = actor_for(command.role, role)
-    thread.step_task = asyncio.ensure_future(
-        perform_step(plan, role, thread.workspace_root(), actor)
-    )
+    thread.step_task = asyncio.ensure_future(_outcome(thread, command, actor_for))
     try:
         return await thread.step_task
     except asyncio.CancelledError:
@@ -183,3 +202,19 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
         raise
     finally:
         thread.step_task = None
+
+
+async def _branches(thread: LiveThread, command: RunBranches, actor_for: ActorFor) -> None:
+    """Keep the listed branches running; judge the outcomes of those that end first."""
+    tasks = thread.branch_tasks
+    for run in command.steps:
+        if run.step not in tasks:
+            tasks[run.step] = asyncio.ensure_future(_outcome(thread, run, actor_for))
+    await asyncio.wait(list(tasks.values()), return_when=asyncio.FIRST_COMPLETED)
+    for step in sorted(s for s, task in tasks.items() if task.done()):
+        task = tasks.pop(step)
+        if task.cancelled():
+            if thread.state.status.ended:
+                continue  # stopped because another process cancelled the thread
+            raise asyncio.CancelledError
+        thread.judge(task.result())

@@ -17,10 +17,11 @@ import frontmatter as _frontmatter
 from pydantic import BaseModel, ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
-from .models import TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, Role
+from . import subgraphs
+from .models import MISSING_FIELD, TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, Role
+from .reserved import GRAPH_SUFFIXES
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
-GRAPH_SUFFIXES = (".yaml", ".yml")
 ROLE_SUFFIXES = (".yaml", ".yml", ".md")
 MAX_FILE_BYTES = 10_000_000  # graph and role files are a few kilobytes
 
@@ -273,16 +274,18 @@ def problems_from_validation(
             problem = Problem(
                 file, line, col, "unknown-key", "error", f"unknown key '{key}' in {where}", hint
             )
-        elif kind == "missing":
-            file, line, col = locate(path[:-1], False)
-            owner = ".".join(str(p) for p in path[:-1]) or "the graph"
+        elif kind == "missing" or MISSING_FIELD in err["msg"]:
+            owner_path = path[:-1] if kind == "missing" else path
+            file, line, col = locate(owner_path, False)
+            owner = ".".join(str(p) for p in owner_path) or (role or "the graph")
+            name = path[-1] if kind == "missing" else err["msg"].split("'")[1]
             problem = Problem(
                 file,
                 line,
                 col,
                 "missing-field",
                 "error",
-                f"{owner} is missing required field '{path[-1]}'",
+                f"{owner} is missing required field '{name}'",
             )
         elif _tool_at(path, model):
             file, line, col = locate(path, False)
@@ -342,7 +345,10 @@ def load_graph(source: str | os.PathLike[str], *, text: str | None = None) -> Gr
     return build_graph(data, smap, path)
 
 
-def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
+def build_graph(
+    data: Any, smap: SourceMap, path: Path | None, stack: tuple[Path, ...] = ()
+) -> Graph:
+    """A Graph from parsed YAML; `stack` is the chain of graphs that contain this one."""
     file = smap.file
     if not isinstance(data, dict):
         message = "a graph file must be a YAML mapping (name, description, roles, graph)"
@@ -365,6 +371,7 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
                     broken.add(name)
             merged[name] = raw
         data = {**data, "roles": merged}
+    children = _load_subgraphs(data, smap, path, stack, problems)
 
     def locate(p: tuple[str | int, ...], key: bool) -> tuple[str, int, int]:
         return smap.where(p, key=key)
@@ -385,7 +392,85 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
     graph._path = str(path) if path is not None else None
     for name, role in graph.roles.items():
         role._name = name
+    graph._subgraphs = children
     return graph
+
+
+def _load_subgraphs(
+    data: dict[str, Any],
+    smap: SourceMap,
+    path: Path | None,
+    stack: tuple[Path, ...],
+    problems: list[Problem],
+) -> dict[str, Graph]:
+    """Load the graph of every subgraph role; give each role the contract of its endings."""
+    roles = data.get("roles")
+    if not isinstance(roles, dict):
+        return {}
+    children: dict[str, Graph] = {}
+    here = (*stack, path.resolve()) if path is not None else stack
+    for name, raw in list(roles.items()):
+        if not isinstance(raw, dict) or not isinstance(raw.get("graph"), str):
+            continue
+        where = smap.at(("roles", name, "graph"))
+        given = [k for k in ("frontmatter", "goal") if k in raw]
+        if given:
+            line, col = smap.at(("roles", name, given[0]), key=True)
+            problems.append(
+                Problem(
+                    smap.file,
+                    line,
+                    col,
+                    "bad-type",
+                    "error",
+                    f"role '{name}' runs a subgraph; its contract comes from that graph's "
+                    f"endings, so it has no {' or '.join(given)} of its own",
+                )
+            )
+            continue
+        found = subgraphs.find_child(raw["graph"], path, bundled_graphs_dir())
+        if found is None:
+            problems.append(
+                Problem(
+                    smap.file,
+                    *where,
+                    "unknown-graph",
+                    "error",
+                    f"role '{name}' runs graph '{raw['graph']}', which cannot be found",
+                    "a name is looked up beside this file, in ./graphs/ and in the bundled "
+                    "graphs; a path is relative to this file",
+                )
+            )
+            continue
+        if found.resolve() in here:
+            chain = " -> ".join(
+                p.stem for p in (*here, found.resolve())[here.index(found.resolve()) :]
+            )
+            problems.append(
+                Problem(
+                    smap.file,
+                    *where,
+                    "graph-cycle",
+                    "error",
+                    f"role '{name}' runs graph '{raw['graph']}', which contains this graph "
+                    f"again ({chain})",
+                    "a graph cannot run itself through subgraphs",
+                )
+            )
+            continue
+        try:
+            child_data, child_smap = parse_yaml_file(found)
+            child = build_graph(child_data, child_smap, found, here)
+        except GraphError as err:
+            problems.extend(err.problems)
+            continue
+        children[name] = child
+        roles[name] = {
+            **raw,
+            "goal": child.description,
+            "frontmatter": subgraphs.contract_schema(child),
+        }
+    return children
 
 
 def _apply_extends(

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .yamlpos import SourceMap
 
 TOOL_SETS = ("read", "edit", "shell")
+MISSING_FIELD = "is missing required field"  # a role's goal or frontmatter, without `graph:`
 
 
 class _Frozen(BaseModel):
@@ -87,11 +88,20 @@ class Requirement(_Frozen):
 
 class Role(_Frozen):
     description: str = Field(description="one line for people")
-    goal: str = Field(description="who the agent is and what it is for")
+    goal: str = Field("", description="who the agent is and what it is for")
     capabilities: list[str] = Field(default_factory=list)
     procedure: str | None = None
     output: str | None = Field(None, description="what to write, and when to use which $status")
-    frontmatter: dict[str, Any] = Field(description="JSON Schema of the reply's frontmatter")
+    frontmatter: dict[str, Any] = Field(
+        default_factory=dict,
+        description="JSON Schema of the reply's frontmatter (of a subgraph role: derived from "
+        "its graph's endings)",
+    )
+    graph: str | None = Field(
+        None,
+        description="a subgraph role: the graph (a name or a path) it runs as a child thread "
+        "(docs/format.md section 14)",
+    )
     extends: str | None = Field(None, description="a library role to start from")
     model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
     max_tokens: int | None = Field(None, gt=0)
@@ -113,6 +123,14 @@ class Role(_Frozen):
     # Set by the loader: the role's key in the graph.
     _name: str = PrivateAttr("")
 
+    @model_validator(mode="after")
+    def _goal_or_graph(self) -> Role:
+        if self.graph is None:
+            missing = [k for k in ("goal", "frontmatter") if k not in self.model_fields_set]
+            if missing:  # the loader reports this as missing-field
+                raise ValueError(f"{MISSING_FIELD} '{missing[0]}'")
+        return self
+
     @property
     def name(self) -> str:
         return self._name
@@ -122,9 +140,55 @@ class Role(_Frozen):
         return derive_contract(self.frontmatter)
 
 
-class Edge(_Frozen):
+class Target(_Frozen):
+    """Where an edge leads: the next role (or $END) and what it is told."""
+
     role: str = Field(description="the next role, or $END")
-    prompt: str = Field(description="Mustache template of the next step's instruction")
+    prompt: str | None = Field(
+        None,
+        description="Mustache template of the next step's instruction (of a subgraph role: the "
+        "child's `task`)",
+    )
+    inputs: dict[str, str] | None = Field(
+        None,
+        description="into a subgraph role whose graph declares inputs: each input's Mustache "
+        "template (docs/format.md section 14)",
+    )
+    location: str | None = Field(None, description="directory inside the workspace for the step")
+
+    @model_validator(mode="after")
+    def _told_something(self) -> Target:
+        if self.prompt is None and self.inputs is None:
+            raise ValueError("an edge needs a `prompt` (or `inputs` into a subgraph role)")
+        return self
+
+
+class Branch(Target):
+    """One branch of a `parallel` edge: exactly one step of its role (section 15)."""
+
+
+class Join(Target):
+    """The edge taken once every branch of a fan-out has committed (section 15)."""
+
+    ending: str | None = Field(None, pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    outcome: Literal["success", "failure"] | None = None
+    recovery: str | None = None
+
+
+class Edge(_Frozen):
+    role: str | None = Field(
+        None, description="the next role, or $END (absent on a `parallel` edge)"
+    )
+    prompt: str | None = Field(
+        None,
+        description="Mustache template of the next step's instruction (of a subgraph role: the "
+        "child's `task`; of a `for_each` edge: each branch's)",
+    )
+    inputs: dict[str, str] | None = Field(
+        None,
+        description="into a subgraph role whose graph declares inputs: each input's Mustache "
+        "template (docs/format.md section 14)",
+    )
     location: str | None = Field(None, description="directory inside the workspace for the step")
     when: str | None = Field(
         None,
@@ -142,6 +206,76 @@ class Edge(_Frozen):
     recovery: str | None = Field(
         None, description="on an edge into $END: a Mustache template telling what to do next"
     )
+    parallel: list[Branch] | None = Field(
+        None, description="branches that run at the same time, one step each (section 15)"
+    )
+    for_each: str | None = Field(
+        None,
+        description="a list (a field of this output, $inputs.NAME or $steps.ROLE.FIELD): one "
+        "branch of `role` per item (section 15)",
+    )
+    as_: str | None = Field(
+        None,
+        alias="as",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the item's name in a `for_each` branch prompt (default: item)",
+    )
+    join: Join | None = Field(
+        None, description="taken when every branch has committed; sees $branches (section 15)"
+    )
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Edge:
+        if self.parallel is not None:
+            extra = [
+                k for k in ("role", "prompt", "inputs", "for_each", "location") if getattr(self, k)
+            ]
+            if extra:
+                raise ValueError(
+                    f"a `parallel` edge lists its branches; it has no {', '.join(extra)} of its own"
+                )
+        elif self.role is None:
+            raise ValueError("an edge needs a `role` (or `parallel` branches)")
+        elif self.prompt is None and self.inputs is None:
+            raise ValueError("an edge needs a `prompt` (or `inputs` into a subgraph role)")
+        fans_out = self.parallel is not None or self.for_each is not None
+        if fans_out and self.join is None:
+            raise ValueError("a `parallel` or `for_each` edge needs a `join` edge")
+        if not fans_out and self.join is not None:
+            raise ValueError("`join` belongs on a `parallel` or `for_each` edge")
+        if self.as_ is not None and self.for_each is None:
+            raise ValueError("`as` names the item of a `for_each` edge")
+        return self
+
+    @property
+    def fans_out(self) -> bool:
+        return self.parallel is not None or self.for_each is not None
+
+    @property
+    def item_name(self) -> str:
+        """The name a `for_each` branch prompt gives the item."""
+        return self.as_ or "item"
+
+    def branches(self) -> list[Target]:
+        """The branch targets: a `parallel` edge's list, or a `for_each` edge's one role."""
+        if self.parallel is not None:
+            return list(self.parallel)
+        if self.for_each is not None and self.role is not None:
+            return [
+                Target(
+                    role=self.role, prompt=self.prompt, inputs=self.inputs, location=self.location
+                )
+            ]
+        return []
+
+    def targets(self) -> list[Target]:
+        """Every role the edge can start: itself, or its branches and its join."""
+        if self.fans_out:
+            return [*self.branches(), *([self.join] if self.join is not None else [])]
+        assert self.role is not None  # the validator: an edge that does not fan out has one
+        return [
+            Target(role=self.role, prompt=self.prompt, inputs=self.inputs, location=self.location)
+        ]
 
 
 Route = Edge | list[Edge]  # one edge, or guarded edges ending with a default
@@ -157,7 +291,11 @@ class Limits(_Frozen):
     max_steps: int = Field(50, gt=0)
     max_visits: int = Field(10, gt=0)
     max_cost_usd: float | None = Field(None, gt=0)
+    max_parallel: int = Field(4, gt=0, description="branches of a fan-out running at once")
 
+
+# Edge keys added after wave 1: dropped from the hash when unset, so older graphs keep theirs.
+_LATER_EDGE_KEYS = ("when", "ending", "outcome", "recovery", "parallel", "for_each", "as_", "join")
 
 IMPLICIT_INPUTS: dict[str, Any] = {
     "type": "object",
@@ -181,6 +319,11 @@ class Graph(_Frozen):
 
     _source: SourceMap | None = PrivateAttr(None)
     _path: str | None = PrivateAttr(None)
+    _subgraphs: dict[str, Graph] = PrivateAttr(default_factory=dict)  # by subgraph role
+
+    def subgraph(self, role: str) -> Graph | None:
+        """The child graph a subgraph role runs (set by the loader), or None."""
+        return self._subgraphs.get(role)
 
     @property
     def path(self) -> str | None:
@@ -201,17 +344,24 @@ class Graph(_Frozen):
         """sha256 of the resolved graph (library roles included), stable across key order."""
         data = self.model_dump(mode="json")
         # Graphs that use none of the later keys keep the hash they had before those existed.
-        for role in data["roles"].values():
+        for name, role in data["roles"].items():
+            if role.get("graph") is None:
+                role.pop("graph", None)
+            else:  # the child's content is part of what the thread is pinned to
+                child = self._subgraphs.get(name)
+                role["graph_hash"] = child.hash if child is not None else None
             if role.get("sandbox") == {"network": None, "writable": []}:
                 del role["sandbox"]
             if role.get("requires") == []:
                 del role["requires"]
         if data.get("requires") == []:
             del data["requires"]
+        if data["limits"].get("max_parallel") == 4:
+            del data["limits"]["max_parallel"]
         for by_status in data["graph"].values():
             for route in by_status.values():
                 for edge in route if isinstance(route, list) else [route]:
-                    for key in ("when", "ending", "outcome", "recovery"):
+                    for key in (*_LATER_EDGE_KEYS, "inputs"):
                         if edge.get(key) is None:
                             edge.pop(key, None)
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))

@@ -11,3 +11,5 @@ END = "$END"  # the edge target that finishes a thread
 SUSPEND = "$SUSPEND"  # the status any role may reply to suspend the thread
 SINGLE_EXIT = "_"  # the status of a role whose schema declares none
 RESUME = "resume"  # the `$START` edge taken when a completed thread is continued
+
+GRAPH_SUFFIXES = (".yaml", ".yml")  # what a graph file is called
