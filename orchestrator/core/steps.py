@@ -10,7 +10,9 @@ so they cannot disagree about what a step is:
   every run's, each with its run number);
 - it is committed when its `StepCommitted` is in the log (`status` is then set);
 - the edges a thread took are the edge into each step (taken once however often the step ran)
-  and the edge into `$END` each time the thread completed.
+  and the edge into `$END` each time the thread completed; a branch's edge and a join's edge
+  both start at the step that fanned out (`branch` and `join` tell them apart);
+- a subgraph role's step names its child thread (`child`), whose own log is read apart.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from ..spec.models import END, SINGLE_EXIT, START
 from .engine import fold
 from .events import (
     AttemptRejected,
+    BranchesStarted,
+    BranchFailed,
     Event,
     HumanWaiting,
     StepCommitted,
@@ -68,6 +72,10 @@ class StepView:
     tool_calls: int = 0
     actor: str = ""
     notes: tuple[str, ...] = ()
+    branch: int | None = None  # a branch of a fan-out: its index
+    join: bool = False  # the step the join edge of a fan-out started
+    inputs: dict[str, Any] | None = None  # a subgraph role's rendered inputs
+    child: str | None = None  # a subgraph role's step: the child thread
 
     @property
     def committed(self) -> bool:
@@ -128,8 +136,11 @@ def thread_view(events: list[Event], state: ThreadState | None = None) -> Thread
     ends: list[tuple[int, EdgeKey]] = []
     last: StepView | None = None  # the latest started step
     after: tuple[str, str] = (START, SINGLE_EXIT)  # the latest committed step's edge key
+    fanning: tuple[str, str] | None = None  # a fan-out whose join is not taken yet
     for event in events:
         match event:
+            case BranchesStarted():
+                fanning = (event.source, event.status)
             case StepStarted():
                 old = steps.get(event.step)
                 if old is None:
@@ -143,7 +154,12 @@ def thread_view(events: list[Event], state: ThreadState | None = None) -> Thread
                     edge_status=event.status,
                     location=event.location,
                     runs=old.runs + 1,
+                    branch=event.branch,
+                    join=event.join,
+                    inputs=event.inputs,
                 )
+                if event.join:
+                    fanning = None
             case AttemptRejected() if event.step in steps:
                 s = steps[event.step]
                 attempt = AttemptView(
@@ -167,10 +183,15 @@ def thread_view(events: list[Event], state: ThreadState | None = None) -> Thread
                     model=event.model,
                     tool_calls=event.tool_calls,
                     actor=event.actor,
+                    child=event.child,
                 )
                 after = (event.role, event.status)
             case ThreadCompleted():
-                ends.append((len(order), (*after, END)))
+                ends.append((len(order), (*(fanning or after), END)))
+                fanning = None
+            case BranchFailed() if event.step in steps:
+                s = steps[event.step]
+                steps[event.step] = replace(s, notes=(*s.notes, f"branch failed: {event.reason}"))
             case ThreadSuspended() | ThreadResumed() | HumanWaiting():
                 note = _note(event)
                 if last is not None and not steps[last.step].committed and note:

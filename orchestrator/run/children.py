@@ -28,7 +28,7 @@ from ..core.events import SuspendKind, ThreadStarted, ThreadStatus
 from ..core.outcomes import ActorFailed, ChildEnded, NeedsPerson, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..spec.models import Graph
-from ..store.base import StoreError
+from ..store.base import ThreadNotFound
 from .options import ActorFor, RunOptions, ThreadResult
 from .step import step_workspace
 
@@ -119,11 +119,13 @@ async def run_child(
     first = None
     try:
         row = parent.store.thread(thread_id)
-    except StoreError:
+    except ThreadNotFound:
         row = None
-    if row is None:
+    if row is None or row.id != thread_id:  # a store also matches ids by prefix
         _create(parent, child, thread_id, child_inputs(child, command), workspace, command.step)
-    elif row.state in (ThreadStatus.SUSPENDED, ThreadStatus.RUNNING):
+    elif row.state in (ThreadStatus.SUSPENDED, ThreadStatus.RUNNING) or _waits_on_child(
+        parent, child, thread_id
+    ):
         first = ResumeRequested(parent.state.resume_message)  # the parent was resumed
     result = await advance(
         child,
@@ -134,6 +136,13 @@ async def run_child(
         first=first,
     )
     return outcome_of(command.step, thread_id, parent, result, time.monotonic() - started)
+
+
+def _waits_on_child(parent: LiveThread, child: Graph, thread_id: str) -> bool:
+    """A waiting child whose own waiting step is a subgraph's: resuming goes on down to it."""
+    state = engine.fold([s.event for s in parent.store.events(thread_id)])
+    flight = state.waiting_for
+    return flight is not None and child.subgraph(flight.role) is not None
 
 
 def outcome_of(

@@ -66,6 +66,7 @@ from ..workspace_git import (
     needs_isolation,
     uncommitted_changes,
 )
+from .children import child_id
 from .options import ActorFor, RunOptions, ThreadResult
 from .preconditions import failing
 from .preflight import check_inputs, unpriced_models
@@ -308,22 +309,60 @@ class Session:
         return await self.advance(graph, thread_id, first=ResumeRequested(message), **kw)
 
     async def answer(self, graph: Graph, thread_id: str, text: str, **kw: Any) -> ThreadResult:
-        return await self.advance(graph, thread_id, first=Answered(text), **kw)
+        """Answer the person's step the thread waits for. When a subgraph's child (or its
+        child) is what waits, the answer is recorded there and the thread resumed, which
+        continues the child."""
+        leaf_graph, leaf = self.waiting_leaf(graph, thread_id)
+        if leaf == thread_id:
+            return await self.advance(graph, thread_id, first=Answered(text), **kw)
+        self._record(leaf_graph, leaf, Answered(text))
+        return await self.resume(graph, thread_id, **kw)
+
+    def waiting_leaf(self, graph: Graph, thread_id: str) -> tuple[Graph, str]:
+        """The thread (and its graph) whose person's step a waiting thread waits for: itself,
+        or the waiting child of its waiting subgraph step, followed down."""
+        row = self.thread(thread_id)
+        flight = self.state(row.id).waiting_for
+        role = graph.roles.get(flight.role) if flight is not None else None
+        child = graph.subgraph(flight.role) if flight is not None and role is not None else None
+        if flight is None or child is None:
+            return graph, row.id
+        try:
+            child_row = self.store.thread(child_id(row.id, flight.step))
+        except ThreadNotFound:
+            return graph, row.id
+        if child_row.state != ThreadStatus.WAITING:
+            return graph, row.id
+        return self.waiting_leaf(child, child_row.id)
+
+    def _record(self, graph: Graph | None, thread_id: str, outcome: Outcome) -> None:
+        """Judge an outcome and append its events, without advancing the thread."""
+        for _ in range(5):  # another process may append between our read and our write
+            state = self.state(thread_id)
+            try:
+                for event in engine.judge(graph, state, outcome):
+                    engine.apply(state, event)
+                    self.store.append(thread_id, state.events, event, state.summary())
+            except ThreadBusy:
+                continue
+            return
+        raise SessionError(f"thread {thread_id} keeps changing; try again", usage=False)
 
     def cancel(self, thread_id: str, reason: str = "cancelled by the user") -> ThreadRow:
         """Cancel a thread, also one another process is running (it stops its step)."""
         row = self.thread(thread_id)
-        for _ in range(5):  # another process may append between our read and our write
-            state = self.state(row.id)
-            events = engine.judge(None, state, CancelRequested(reason))
+        state = self.state(row.id)
+        self._record(None, row.id, CancelRequested(reason))
+        steps = [state.in_flight.step] if state.in_flight is not None else []
+        steps += list(state.fanout.flights) if state.fanout is not None else []
+        for step in steps:  # the children of subgraph steps in flight are cancelled with it
             try:
-                for event in events:
-                    engine.apply(state, event)
-                    self.store.append(row.id, state.events, event, state.summary())
-            except ThreadBusy:
+                child = self.store.thread(child_id(row.id, step))
+            except ThreadNotFound:
                 continue
-            return self.store.thread(row.id)
-        raise SessionError(f"thread {row.id} keeps changing; try the cancel again", usage=False)
+            if child.id == child_id(row.id, step) and not child.state.ended:
+                self.cancel(child.id, reason)
+        return self.store.thread(row.id)
 
     def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Pruned]:
         """Remove the git worktrees of ended threads (and with `branches`, their merged
@@ -360,16 +399,19 @@ class Session:
         else of the graph as it was when the thread started.
         """
         row = self.thread(thread_id)
-        state = self.state(row.id)
-        if state.status != ThreadStatus.WAITING:
+        if self.state(row.id).status != ThreadStatus.WAITING:
             return None
         graph = graph or self._graph_quietly(row)
-        return question_of(state, graph.roles if graph is not None else {})
+        if graph is None:
+            return question_of(self.state(row.id), {})
+        graph, leaf = self.waiting_leaf(graph, row.id)
+        return question_of(self.state(leaf), graph.roles)
 
     def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (empty: it would take it); nothing is
         recorded. Raises Refused when the thread does not wait for an answer at all."""
-        return answer_errors(graph, self.state(thread_id), text)
+        graph, leaf = self.waiting_leaf(graph, thread_id)
+        return answer_errors(graph, self.state(leaf), text)
 
     def _graph_quietly(self, row: ThreadRow) -> Graph | None:
         try:

@@ -14,7 +14,6 @@ from typing import Any
 
 from ..actors.base import ActRequest, Attempt
 from ..core import engine
-from ..core.events import ThreadStatus
 from ..core.outcomes import Answered, Refused
 from ..core.state import ThreadState
 from ..spec.models import SINGLE_EXIT, Graph, Role
@@ -126,8 +125,8 @@ class Question:
 
 def question_of(state: ThreadState, roles: dict[str, Role]) -> Question | None:
     """The question of a waiting thread, or None when it does not wait for a person."""
-    step = state.in_flight
-    if state.status != ThreadStatus.WAITING or step is None:
+    step = state.waiting_for
+    if step is None:
         return None
     return Question(
         state.thread_id, step.step, step.role, roles.get(step.role), step.prompt, state.inputs

@@ -1,0 +1,212 @@
+"""Subgraph roles (docs/format.md section 14) through the real engine, runner and session."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.actors.human import HumanActor
+from orchestrator.actors.scripted import ScriptedActor
+from orchestrator.run.options import RunOptions
+from orchestrator.run.session import Session
+from orchestrator.spec.loader import load_graph
+from orchestrator.store.memory import MemoryStore
+from orchestrator.testing import reply, resume, simulate
+
+CHILD = """\
+name: child
+description: Fixes one thing
+inputs:
+  type: object
+  properties: { issue: { type: string } }
+  required: [issue]
+roles:
+  worker:
+    description: works
+    goal: You work.
+    frontmatter:
+      oneOf:
+        - properties: { $status: { const: fixed }, summary: { type: string } }
+          required: [$status, summary]
+        - properties: { $status: { const: ask } }
+        - properties: { $status: { const: stuck }, why: { type: string } }
+          required: [$status, why]
+  person:
+    description: answers
+    goal: You answer.
+    actor: human
+    frontmatter:
+      properties: { answer: { type: string } }
+      required: [answer]
+graph:
+  $START:
+    _: { role: worker, prompt: "Fix: {{{$inputs.issue}}}" }
+  worker:
+    fixed: { role: $END, prompt: "Fixed: {{{summary}}}" }
+    ask: { role: person, prompt: "Help the worker" }
+    stuck: { role: $END, ending: stuck, outcome: failure, prompt: "Stuck: {{{why}}}" }
+  person:
+    _: { role: worker, prompt: "The person says: {{{answer}}}" }
+"""
+
+PARENT = """\
+name: parent
+description: Runs the child
+limits: { max_steps: 6 }
+roles:
+  fix:
+    description: Runs the child graph
+    graph: child
+  report:
+    description: reports
+    goal: You report.
+    frontmatter:
+      properties: { note: { type: string } }
+      required: [note]
+graph:
+  $START:
+    _: { role: fix, inputs: { issue: "{{{$inputs.task}}}" } }
+  fix:
+    done: { role: report, prompt: "Say: {{{summary}}} / {{{$body}}}" }
+    stuck: { role: $END, ending: gave-up, outcome: failure, prompt: "Child: {{{$body}}}" }
+  report:
+    _: { role: $END, prompt: "Report: {{{note}}}" }
+"""
+
+
+@pytest.fixture
+def graphs(tmp_path: Path) -> Path:
+    (tmp_path / "child.yaml").write_text(CHILD)
+    (tmp_path / "parent.yaml").write_text(PARENT)
+    return tmp_path / "parent.yaml"
+
+
+def test_the_child_ending_is_the_status_and_its_fields_and_message_carry_on(graphs: Path) -> None:
+    trace = simulate(
+        graphs,
+        {"worker": [reply("fixed", summary="null check")], "report": [reply(note="ok")]},
+        {"task": "crash on empty"},
+    )
+    assert trace.state == "completed" and trace.path == ["fix", "report", "$END"]
+    fix = trace.steps[0]
+    assert fix.status == "done" and fix.frontmatter == {"summary": "null check"}
+    assert fix.child == f"{trace.thread_id}.1"
+    assert trace.steps[1].prompt == "Say: null check / Fixed: null check"
+    child = simulate_child_view(trace)
+    assert child["inputs"] == {"issue": "crash on empty"}
+    assert child["parent"] == (trace.thread_id, 1) and child["path"] == ["worker", "$END"]
+
+
+def simulate_child_view(trace: Any) -> dict[str, Any]:
+    session = Session(trace.store)
+    child_id = f"{trace.thread_id}.1"  # a child's id: its parent's and the step's
+    state = session.state(child_id)
+    first = session.events(child_id)[0].event
+    return {
+        "inputs": state.inputs,
+        "parent": (first.parent, first.parent_step),
+        "path": state.path,
+        "status": state.status,
+    }
+
+
+def test_a_failure_ending_of_the_child_routes_the_parent(graphs: Path) -> None:
+    trace = simulate(graphs, {"worker": [reply("stuck", why="no repro")]}, {"task": "t"})
+    assert trace.state == "failed" and trace.ending == "gave-up"
+    assert trace.final == "Child: Stuck: no repro"
+    assert simulate_child_view(trace)["status"] == "failed"  # the child reached its failure
+
+
+def test_a_suspended_child_suspends_the_parent_and_resume_continues_the_same_child(
+    graphs: Path,
+) -> None:
+    trace = simulate(graphs, {"worker": [reply("$SUSPEND", reason="need a key")]}, {"task": "t"})
+    assert trace.state == "suspended" and "need a key" in (trace.reason or "")
+    assert simulate_child_view(trace)["status"] == "suspended"
+    trace = resume(
+        trace,
+        graphs,
+        {"worker": [reply("fixed", summary="s")], "report": [reply(note="n")]},
+        message="the key is in the vault",
+    )
+    assert trace.state == "completed", trace.reason
+    child = Session(trace.store).view(f"{trace.thread_id}.1")
+    assert [s.role for s in child.committed] == ["worker"]
+    assert "the key is in the vault" in child.committed[0].prompt  # the message went down
+
+
+def test_the_childs_steps_count_against_the_parents_max_steps(graphs: Path) -> None:
+    looping = [reply("ask")] * 10
+    answers = [reply(answer="x")] * 10
+    trace = simulate(graphs, {"worker": looping, "person": answers}, {"task": "t"})
+    assert trace.state == "suspended" and "max_steps" in (trace.reason or "")
+    assert len(Session(trace.store).state(f"{trace.thread_id}.1").steps) == 6
+
+
+def test_a_person_in_the_child_makes_the_parent_wait_and_the_answer_goes_through(
+    graphs: Path, tmp_path: Path
+) -> None:
+    graph = load_graph(graphs)
+    session = Session(MemoryStore())
+    scripted = ScriptedActor(
+        {"worker": [reply("ask"), reply("fixed", summary="done it")], "report": [reply(note="n")]}
+    )
+    human = HumanActor(interactive=False)
+
+    def actor_for(name: str, role: Any) -> Any:
+        return human if role.actor == "human" else scripted
+
+    tid = session.start(graph, {"task": "t"}, folder=tmp_path).thread_id
+    result = asyncio.run(session.advance(graph, tid, actor_for=actor_for, options=RunOptions()))
+    assert result.state == "waiting"
+    question = session.question(tid, graph)
+    assert question is not None and question.role_name == "person"
+    assert session.check_answer(graph, tid, reply(answer=3)) != ()  # wrong type: refused
+    result = asyncio.run(
+        session.answer(graph, tid, reply(answer="use the cache"), actor_for=actor_for)
+    )
+    assert result.state == "completed", result.reason
+    child = session.view(f"{tid}.1")
+    assert [s.role for s in child.committed] == ["worker", "person", "worker"]
+    assert scripted.requests[-2].prompt == "The person says: use the cache"
+
+
+def test_cancelling_the_parent_cancels_its_waiting_child(graphs: Path, tmp_path: Path) -> None:
+    graph = load_graph(graphs)
+    session = Session(MemoryStore())
+    scripted = ScriptedActor({"worker": [reply("ask")]})
+    human = HumanActor(interactive=False)
+    tid = session.start(graph, {"task": "t"}, folder=tmp_path).thread_id
+    asyncio.run(
+        session.advance(
+            graph, tid, actor_for=lambda n, r: human if r.actor == "human" else scripted
+        )
+    )
+    session.cancel(tid)
+    assert session.thread(f"{tid}.1").state == "cancelled"
+    assert session.thread(tid).state == "cancelled"
+
+
+def test_unknown_graph_and_graph_cycle_are_reported_at_the_role(tmp_path: Path) -> None:
+    from orchestrator.problems import GraphError
+
+    (tmp_path / "a.yaml").write_text(PARENT.replace("graph: child", "graph: nowhere"))
+    with pytest.raises(GraphError) as err:
+        load_graph(tmp_path / "a.yaml")
+    (p,) = err.value.problems
+    assert p.code == "unknown-graph" and p.line == 7
+    (tmp_path / "child.yaml").write_text(
+        CHILD.replace(
+            "  person:\n    description: answers",
+            "  again:\n    description: d\n"
+            "    graph: parent.yaml\n  person:\n    description: answers",
+        )
+    )
+    (tmp_path / "parent.yaml").write_text(PARENT)
+    with pytest.raises(GraphError) as err:
+        load_graph(tmp_path / "parent.yaml")
+    assert [p.code for p in err.value.problems] == ["graph-cycle"]
+    assert err.value.problems[0].file.endswith("child.yaml")
