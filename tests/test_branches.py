@@ -250,3 +250,12 @@ def test_a_branch_waiting_for_a_person_lets_the_others_finish_then_the_thread_wa
     result = asyncio.run(session.answer(graph, tid, reply(summary="api"), actor_for=actor_for))
     assert result.state == "completed", result.reason
     assert "page + api" in session.view(tid).committed[-1].prompt
+
+
+def test_temporal_refuses_a_graph_that_fans_out_before_anything_starts(graph_file: Path) -> None:
+    from orchestrator.run.session import SessionError
+    from orchestrator.temporal.session import TemporalSession
+
+    session = TemporalSession("127.0.0.1:1")  # never reached: the refusal comes first
+    with pytest.raises(SessionError, match="do not run on Temporal yet"):
+        session.preflight(load_graph(graph_file), workspace=graph_file.parent, replay=False)

@@ -55,7 +55,7 @@ from . import DEFAULT_TASK_QUEUE
 from .client import READ_TIMEOUT, answered, connect
 from .codec import graph_from_snapshot, outcome_to_dict, stored_from_dict, stored_to_dict
 from .reading import Follower, TemporalRow, row_of
-from .workflow import WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
+from .workflow import NOT_ON_TEMPORAL, WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
 
 T = TypeVar("T")
 OPEN: weakref.WeakSet[TemporalSession] = weakref.WeakSet()
@@ -136,6 +136,10 @@ class TemporalSession:
                 usage=False,
                 problems=problems,
             )
+        if any(r.graph for r in graph.roles.values()) or any(
+            e.fans_out for *_, e in graph.routes()
+        ):
+            raise SessionError(NOT_ON_TEMPORAL, usage=False)
         folder = Path(workspace or Path.cwd()).resolve()
         if not folder.is_dir():
             raise SessionError(f"the workspace {folder} is not a directory")

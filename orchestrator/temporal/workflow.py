@@ -51,8 +51,8 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from ..core import engine
-    from ..core.commands import Idle, Record, RunStep, limits_for
-    from ..core.events import Event, SuspendKind, ThreadStatus, event_from_dict
+    from ..core.commands import Idle, Record, RunBranches, RunStep, limits_for
+    from ..core.events import Event, SuspendKind, ThreadStatus, ThreadSuspended, event_from_dict
     from ..core.outcomes import (
         ActorFailed,
         Answered,
@@ -78,6 +78,10 @@ WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on 
 MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
 MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
+NOT_ON_TEMPORAL = (
+    "subgraph roles and parallel branches do not run on Temporal yet: run the thread without "
+    "--temporal"
+)
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
 
 
@@ -190,11 +194,15 @@ class ThreadWorkflow:
                 outcome = await self._run_step(command)
                 if outcome is not None:
                     self._judge(outcome)
+            case RunBranches():  # `run --temporal` refuses such graphs; a changed one may not
+                self._append(ThreadSuspended(NOT_ON_TEMPORAL, SuspendKind.CONFIG))
         return True
 
     async def _run_step(self, command: RunStep) -> Outcome | None:
         with host():
             role = self.graph.roles[command.role]
+            if role.graph is not None:
+                return ActorFailed(command.step, NOT_ON_TEMPORAL, SuspendKind.CONFIG)
             plan = plan_step(self.graph, self.state, command, self.model)
             request = StepInput(
                 command.role, role.model_dump(mode="json"), plan_to_dict(plan), self.state.workspace
