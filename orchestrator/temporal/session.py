@@ -129,6 +129,10 @@ class TemporalSession:
         sandbox are the workers' (a step that lacks one suspends saying so)."""
         if replay:
             raise SessionError("--replay runs on this machine: drop --temporal to replay")
+        if any(r.graph for r in graph.roles.values()) or any(
+            e.fans_out for *_, e in graph.routes()
+        ):
+            raise SessionError(NOT_ON_TEMPORAL, usage=False)
         problems = lint(graph)
         if has_errors(problems):
             raise SessionError(
@@ -136,10 +140,6 @@ class TemporalSession:
                 usage=False,
                 problems=problems,
             )
-        if any(r.graph for r in graph.roles.values()) or any(
-            e.fans_out for *_, e in graph.routes()
-        ):
-            raise SessionError(NOT_ON_TEMPORAL, usage=False)
         folder = Path(workspace or Path.cwd()).resolve()
         if not folder.is_dir():
             raise SessionError(f"the workspace {folder} is not a directory")
