@@ -9,6 +9,7 @@ with that message) instead of crashing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ class RecordedStep:
     prompt: str = ""
     attempts: tuple[RecordedAttempt, ...] = ()
     usage: dict[str, int] = field(default_factory=dict)
+    child: Recording | None = None  # a subgraph role's step: its child thread's recording
 
 
 @dataclass(frozen=True)
@@ -77,22 +79,37 @@ class Recording:
             data["ending"] = self.ending
         if self.recovery is not None:
             data["recovery"] = self.recovery
-        data["steps"] = [
-            {
-                "role": s.role,
-                "prompt": s.prompt,
-                "output": s.output,
-                "attempts": [{"output": a.output, "errors": list(a.errors)} for a in s.attempts],
-                "usage": dict(s.usage),
-            }
-            for s in self.steps
-        ]
+        data["steps"] = [_step_dict(s) for s in self.steps]
         return data
+
+    def child_of(self, thread_id: str) -> Recording | None:
+        """The recording of a thread by its id: this one, or a child's (`ROOT.STEP.STEP…`)."""
+        recording: Recording | None = self
+        for part in thread_id.split(".")[1:]:
+            if recording is None or not part.isdigit() or int(part) > len(recording.steps):
+                return None
+            recording = recording.steps[int(part) - 1].child
+        return recording
 
     def dump(self) -> str:
         return yaml.dump(
             self.to_dict(), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
         )
+
+
+def _step_dict(s: RecordedStep) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "role": s.role,
+        "prompt": s.prompt,
+        "output": s.output,
+        "attempts": [{"output": a.output, "errors": list(a.errors)} for a in s.attempts],
+        "usage": dict(s.usage),
+    }
+    if s.child is not None:
+        child = s.child.to_dict()
+        del child["recording"]
+        data["child"] = child
+    return data
 
 
 class RecordingError(ValueError):
@@ -117,8 +134,11 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _BlockDumper.add_representer(str, _str_representer)
 
 
-def recording_from_events(events: list[Event]) -> Recording:
-    """Build a recording from a thread's event log (the `threads export` format)."""
+def recording_from_events(
+    events: list[Event], children: Callable[[str], list[Event]] | None = None
+) -> Recording:
+    """Build a recording from a thread's event log (the `threads export` format); `children`
+    gives the log of a subgraph step's child thread, whose steps the recording then holds."""
     view = thread_view(events)
     state = view.state
     steps = tuple(
@@ -128,6 +148,9 @@ def recording_from_events(events: list[Event]) -> Recording:
             prompt=s.prompt,
             attempts=tuple(RecordedAttempt(a.reply, a.errors) for a in s.attempts),
             usage=dict(s.usage),
+            child=recording_from_events(children(s.child), children)
+            if s.child is not None and children is not None
+            else None,
         )
         for s in view.committed
     )
@@ -189,6 +212,9 @@ def parse_recording(data: Any, where: str = "<recording>") -> Recording:
                 prompt=str(raw.get("prompt") or ""),
                 attempts=tuple(recorded_attempts),
                 usage={k: int(v) for k, v in usage.items() if isinstance(v, int)},
+                child=parse_recording(raw["child"], f"{where}: step {i} (child)")
+                if raw.get("child") is not None
+                else None,
             )
         )
     inputs: dict[str, Any] = data["inputs"] if isinstance(data.get("inputs"), dict) else {}
@@ -234,7 +260,16 @@ class ReplayActor:
 
     async def play(self, request: ActRequest) -> ActReply:
         n = request.step
-        steps = self.recording.steps
+        recording = self.recording.child_of(request.thread_id)
+        if recording is None:
+            raise ReplayDivergence(
+                f"thread {request.thread_id}: the recording holds no child thread for this "
+                "subgraph step",
+                step=n,
+                recorded_role=None,
+                graph_role=request.role_name,
+            )
+        steps = recording.steps
         if n > len(steps):
             raise ReplayDivergence(
                 f"the recording has {len(steps)} steps; the graph now asks for step {n} "

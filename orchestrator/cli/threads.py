@@ -18,7 +18,6 @@ from ..core.outcomes import Answered, Refused, ResumeRequested
 from ..extract import format_reply
 from ..ledger import money
 from ..problems import GraphError
-from ..recording import recording_from_events
 from ..run.options import RunOptions
 from ..run.session import SessionError
 from ..spec.models import Graph
@@ -278,7 +277,7 @@ def export(thread_id: str, out: Path | None, store_dir: Path | None, temporal: s
     """Write a thread's recording (docs/format.md section 8), for replays and tests."""
     session = _session(store_dir, temporal, readonly=True)
     row = _row(session, thread_id)
-    recording = recording_from_events([s.event for s in _events(session, row.id)])
+    recording = session.recording(row.id)
     text = recording.dump()
     if out is None:
         click.echo(text, nl=False)

@@ -184,12 +184,13 @@ def first_divergence(
 
     if kind == SuspendKind.TEMPLATE:
         target = graph.edge(source, status)
-        edge = (source, status, target.role) if target is not None else None
+        role = (target.role or "parallel") if target is not None else None
+        edge = (source, status, role) if role is not None else None
         return Divergence(
             DivergenceKind.TEMPLATE,
             after,
             holds,
-            target.role if target is not None else None,
+            role,
             f"step {after}: {suspension.reason}",
             edge=edge,
         ), notes

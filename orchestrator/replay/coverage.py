@@ -131,8 +131,9 @@ def coverage(
             counts.setdefault(key, [0, 0])[0] += 1
         for key in taken:
             counts.setdefault(key, [0, 0])[1] += 1
-    edges = [
-        EdgeCount(source, status, edge.role, *counts.get((source, status, edge.role), [0, 0]))
+    edges = [  # a fan-out edge counts once per branch role and for its join
+        EdgeCount(source, status, target.role, *counts.get((source, status, target.role), [0, 0]))
         for source, status, _, edge in graph.routes()
+        for target in edge.targets()
     ]
     return CoverageReport(graph.name, edges, reports)

@@ -39,7 +39,7 @@ from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
 from ..problems import GraphError, Problem, has_errors
-from ..recording import Recording, ReplayActor
+from ..recording import Recording, ReplayActor, recording_from_events
 from ..spec.loader import load_graph
 from ..spec.models import Graph
 from ..store.base import (
@@ -422,6 +422,13 @@ class Session:
             return Graph.model_validate(self.store.snapshot(row.id))
         except ValueError:
             return None
+
+    def recording(self, thread_id: str) -> Recording:
+        """The thread's recording, with its subgraph children's steps inside."""
+        return recording_from_events(
+            [s.event for s in self.store.events(thread_id)],
+            lambda child: [s.event for s in self.store.events(child)],
+        )
 
     def view(self, thread_id: str) -> ThreadView:
         return thread_view([s.event for s in self.store.events(thread_id)])

@@ -43,6 +43,7 @@ from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
 from ..problems import has_errors
+from ..recording import Recording, recording_from_events
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_inputs
 from ..run.session import Notify, SessionError, Started
@@ -378,6 +379,10 @@ class TemporalSession:
 
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.events(thread_id)])
+
+    def recording(self, thread_id: str) -> Recording:
+        """The thread's recording (a thread on Temporal has no subgraph children)."""
+        return recording_from_events([s.event for s in self.events(thread_id)])
 
     def view(self, thread_id: str) -> ThreadView:
         return thread_view([s.event for s in self.events(thread_id)])
