@@ -14,7 +14,9 @@ reads no clock and draws no random numbers; three pure functions hold every rule
                                          what an outcome means, as the events to append;
                                          raises Refused when the outcome cannot be taken
 
-The runner carries RunStep commands to actors and their outcomes back; the session layer turns
+The runner carries RunStep commands to actors (a subgraph role's step: to its child thread, whose
+end comes back as ChildEnded, or as the child's suspension or wait) and their outcomes back;
+RunBranches lists the branch steps that should be running now. The session layer turns
 requests (answer, resume, cancel) into outcomes, and the runner reports an interruption as one.
 Neither decides anything. (What the runner turns into ActorFailed itself is I/O it alone sees:
 a location that escapes through a symbolic link or cannot be made, an actor's unexpected error.)
@@ -39,7 +41,16 @@ apply: the states
                                    either way resumable through $START.resume
     A9 ThreadCancelled          -> cancelled: ended for good. (ThreadFailed, failed for good, is
                                    no longer emitted; it is folded when an older log holds it.)
-    Cost and tokens add up from AttemptRejected, StepCommitted and ThreadSuspended.
+    A10 BranchesStarted(first, branches)
+                                -> a fan-out: branch i will be step first+i (prompts fixed now)
+    A11 StepStarted(branch i) / BranchFailed(n)
+                                -> a branch in flight (beside others) / a branch failed alone; a
+                                   branch's StepCommitted records its output for the join; a
+                                   resume forgets every branch in flight or failed (they run anew)
+    A12 a fan-out whose only branches in flight wait for a person, with nothing left to start or
+        failed, makes the thread waiting; a branch that can run makes it running again
+    Cost and tokens add up from AttemptRejected, StepCommitted, BranchFailed, ThreadSuspended;
+    a subgraph step's StepCommitted adds its child's cost, and its steps count against max_steps.
 
 decide: on a thread that is not running                                      D1 Idle
         a step in flight whose role the graph no longer has (a resume under a
@@ -59,10 +70,24 @@ decide: on a thread that is not running                                      D1 
                                                                                  rendered recovery)
           max_steps, max_visits or max_cost_usd reached                      D7 Record(Suspended: limit)
           else                                                               D8 Record(StepStarted)
+          it fans out (`parallel`, `for_each`): every branch rendered from
+          the output that fanned out (a `for_each` item under `as`); a
+          `for_each` that names no list                                      D10 Record(Suspended: template)
+          the fan-out's steps over max_steps (a role counts one visit), or
+          max_visits or max_cost_usd reached                                 D11 Record(Suspended: limit)
+          else                                                               D10 Record(BranchesStarted)
+        a fan-out in progress (fanout.py): a branch failed and others run   D12 RunBranches(the running)
+          a branch failed and none runs                                      D12 Record(Suspended: its kind)
+          a branch not started and fewer than max_parallel running           D9 Record(StepStarted(branch))
+          branches running                                                   D9 RunBranches(the running)
+          only branches waiting for a person                                 D13 Idle
+          every branch committed: the join edge, as D5-D8, seeing $branches and the output
+          that fanned out                                                    D14 Record(StepStarted(join)
+                                                                                 or Completed)
     A committed step is never run again; a step in flight when a process died runs again.
 
-judge: outcomes of a step (Replied, ActorFailed, PreconditionFailed, NeedsPerson) for a step not in flight
-       (the thread was cancelled meanwhile)                                  J1 nothing
+judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed, NeedsPerson)
+       for a step not in flight (the thread was cancelled meanwhile)         J1 nothing
     Replied (an actor's reply text), extracted against the role's contract:
           invalid (or over MAX_REPLY_CHARS, kept cut), repairs left          J2 AttemptRejected
           invalid, repairs used up (more than max_repairs rejected; a person
@@ -71,7 +96,10 @@ judge: outcomes of a step (Replied, ActorFailed, PreconditionFailed, NeedsPerson
           valid                                                              J5 StepCommitted
     ActorFailed(kind)                                                        J6 Suspended: kind
     PreconditionFailed (the role's `requires:` did not hold)                 J6b Suspended: precondition
-    NeedsPerson (a human role and no terminal)                               J7 HumanWaiting
+    NeedsPerson (a human role and no terminal, or a child that waits)        J7 HumanWaiting
+    ChildEnded(ending) (a subgraph's child reached an ending)                J19 StepCommitted(status:
+                                                                                 the ending)
+    of a branch, a suspension of J3, J4, J6 or J6b fails the branch alone    J18 BranchFailed
     Answered (a person's answer from outside): refused unless the thread is waiting for a role
           the graph still has, refused with the errors when invalid
           (nothing recorded)                                                 J8 Refused
@@ -83,8 +111,8 @@ judge: outcomes of a step (Replied, ActorFailed, PreconditionFailed, NeedsPerson
     CancelRequested: refused on an ended thread                              J13 Refused
           else                                                               J14 ThreadCancelled
     ResumeRequested(message): refused when not started, cancelled, failed (but at an ending),
-          waiting for a role the graph still has (answer it), or at an ending with no
-          $START.resume edge                                                 J15 Refused
+          waiting for a role the graph still has and that is not a subgraph's
+          (answer it), or at an ending with no $START.resume edge            J15 Refused
           running with a step in flight (its process died)                   J16 ThreadResumed(interrupted)
           else                                                               J17 ThreadResumed
 """
@@ -143,7 +171,7 @@ from .state import InFlight, ThreadState
 
 
 def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Command:
-    """The next command for a thread. Pure: same graph and state, same command. D1-D13."""
+    """The next command for a thread. Pure: same graph and state, same command. D1-D14."""
     if state.status != ThreadStatus.RUNNING:
         return Idle(state.status)
     if state.in_flight is not None:
@@ -216,7 +244,7 @@ def _take(
 
 
 def _take_join(graph: Graph, state: ThreadState, limits: Limits) -> Command:
-    """D6-D8 for the join edge, once every branch committed: it sees `$branches`, and the
+    """D14: D5-D8 for the join edge, once every branch committed: it sees `$branches`, and the
     output that fanned out as its fields."""
     fo = state.fanout
     assert fo is not None
