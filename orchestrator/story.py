@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .core.events import ThreadStatus
+from .core.events import Event, ThreadStatus
 from .core.steps import StepView, ThreadView, thread_view
 from .ledger import TOKEN_KEYS, money, tokens
 from .store.base import StoredEvent, ThreadRow
@@ -34,9 +35,12 @@ def ledger(steps: tuple[StepView, ...]) -> dict[str, dict[str, Any]]:
     return by_role
 
 
-def step_dict(s: StepView) -> dict[str, Any]:
-    """One step as `threads show --json` gives it."""
-    return {
+Children = Callable[[str], "list[StoredEvent] | None"]  # a subgraph child's log, if any
+
+
+def step_dict(s: StepView, thread_id: str = "", children: Children | None = None) -> dict[str, Any]:
+    """One step as `threads show --json` gives it; a subgraph step holds its child's steps."""
+    data: dict[str, Any] = {
         "step": s.step,
         "role": s.role,
         "prompt": s.prompt,
@@ -51,6 +55,29 @@ def step_dict(s: StepView) -> dict[str, Any]:
         "actor": s.actor,
         "notes": list(s.notes),
     }
+    if s.branch is not None:
+        data["branch"] = s.branch
+    if s.join:
+        data["join"] = True
+    child = _child(s, thread_id, children)
+    if child is not None:
+        child_id, events = child
+        data["child"] = {
+            "thread": child_id,
+            "steps": [step_dict(c, child_id, children) for c in thread_view(events).steps],
+        }
+    return data
+
+
+def _child(
+    s: StepView, thread_id: str, children: Children | None
+) -> tuple[str, list[Event]] | None:
+    """A subgraph step's child thread and its log (also while the step is in flight)."""
+    if children is None:
+        return None
+    child_id = s.child or f"{thread_id}.{s.step}"
+    stored = children(child_id)
+    return (child_id, [e.event for e in stored]) if stored is not None else None
 
 
 def _short(value: Any, width: int = 100) -> str:
@@ -97,9 +124,11 @@ def story_text(
     *,
     question: Question | None = None,
     full: bool = False,
+    children: Children | None = None,
 ) -> str:
     """The story as text. Long values are cut (`full` keeps them whole); a waiting thread's
-    `question` adds what it asks and how to answer it."""
+    `question` adds what it asks and how to answer it; `children` gives the logs of subgraph
+    steps' child threads, whose steps are told indented under their step."""
     view = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
     total = sum(tokens(s.total_usage) for s in steps)
@@ -110,30 +139,7 @@ def story_text(
         f"started {_when(row.created)}, last event {_when(row.updated)}",
         "",
     ]
-    for s in steps:
-        outcome = f"→ {s.status}" if s.status else "(not committed)"
-        facts = [f"{s.duration_s:.1f}s"] if s.status else []
-        usage = s.total_usage
-        tok = tokens(usage)
-        if tok:
-            cached = usage.get("cache_read_input_tokens", 0)
-            facts.append(f"{tok:,} tok" + (f" ({cached:,} cached)" if cached else ""))
-        if s.total_cost_usd:
-            facts.append(money(s.total_cost_usd))
-        if s.tool_calls:
-            facts.append(f"{s.tool_calls} tool calls")
-        if s.actor and s.actor not in ("anthropic", "AnthropicActor"):
-            facts.append(s.actor)
-        lines.append(
-            f"#{s.step:<3} {s.role} {outcome}" + (f"   {'  '.join(facts)}" if facts else "")
-        )
-        for key, value in list(s.frontmatter.items())[:6]:
-            if key != "$status":
-                lines.append(f"       {key}: {_short(value)}")
-        for i, attempt in enumerate(s.all_attempts, 1):
-            lines.append(f"       ✗ reply {i} rejected: {_short('; '.join(attempt.errors), 140)}")
-        for note in s.notes:
-            lines.append(f"       · {note}")
+    lines += _step_lines(steps, row.id, children, "")
     book = ledger(steps)
     if len(book) > 1 and state.cost_usd:
         lines += ["", "cost by role:"]
@@ -154,6 +160,46 @@ def story_text(
     else:
         lines.append("running (or its process died; `threads resume` continues it)")
     return "\n".join(lines)
+
+
+def _step_lines(
+    steps: tuple[StepView, ...], thread_id: str, children: Children | None, indent: str
+) -> list[str]:
+    lines: list[str] = []
+    for s in steps:
+        outcome = f"→ {s.status}" if s.status else "(not committed)"
+        facts = [f"{s.duration_s:.1f}s"] if s.status else []
+        usage = s.total_usage
+        tok = tokens(usage)
+        if tok:
+            cached = usage.get("cache_read_input_tokens", 0)
+            facts.append(f"{tok:,} tok" + (f" ({cached:,} cached)" if cached else ""))
+        if s.total_cost_usd:
+            facts.append(money(s.total_cost_usd))
+        if s.tool_calls:
+            facts.append(f"{s.tool_calls} tool calls")
+        if s.actor and s.actor not in ("anthropic", "AnthropicActor"):
+            facts.append(s.actor)
+        kind = f" [branch {s.branch + 1}]" if s.branch is not None else " [join]" if s.join else ""
+        lines.append(
+            f"{indent}#{s.step:<3} {s.role}{kind} {outcome}"
+            + (f"   {'  '.join(facts)}" if facts else "")
+        )
+        for key, value in list(s.frontmatter.items())[:6]:
+            if key != "$status":
+                lines.append(f"{indent}       {key}: {_short(value)}")
+        for i, attempt in enumerate(s.all_attempts, 1):
+            errors = _short("; ".join(attempt.errors), 140)
+            lines.append(f"{indent}       ✗ reply {i} rejected: {errors}")
+        for note in s.notes:
+            lines.append(f"{indent}       · {note}")
+        child = _child(s, thread_id, children)
+        if child is not None:
+            child_id, events = child
+            view = thread_view(events)
+            lines.append(f"{indent}       ↳ {child_id} · {view.state.graph} · {view.state.status}")
+            lines += _step_lines(view.steps, child_id, children, indent + "       ")
+    return lines
 
 
 def waiting_text(thread_id: str, question: Question | None, full: bool = False) -> list[str]:
@@ -179,7 +225,10 @@ def waiting_text(thread_id: str, question: Question | None, full: bool = False) 
 
 
 def story_json(
-    row: ThreadRow, events: list[StoredEvent], question: Question | None = None
+    row: ThreadRow,
+    events: list[StoredEvent],
+    question: Question | None = None,
+    children: Children | None = None,
 ) -> dict[str, Any]:
     view: ThreadView = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
@@ -191,7 +240,7 @@ def story_json(
         "final": state.final,
         "ending": state.ending,
         "recovery": state.recovery,
-        "steps": [step_dict(s) for s in steps],
+        "steps": [step_dict(s, row.id, children) for s in steps],
         "ledger": ledger(steps),
         "events": [{"seq": s.seq, "at": s.at, **s.event.to_dict()} for s in events],
         **extra,

@@ -210,3 +210,50 @@ def test_unknown_graph_and_graph_cycle_are_reported_at_the_role(tmp_path: Path) 
         load_graph(tmp_path / "parent.yaml")
     assert [p.code for p in err.value.problems] == ["graph-cycle"]
     assert err.value.problems[0].file.endswith("child.yaml")
+
+
+def test_threads_show_tells_the_childs_steps_under_its_step(graphs: Path, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from orchestrator.store.sqlite import SqliteStore
+
+    store_dir = tmp_path / "store"
+    session = Session(SqliteStore(store_dir))
+    graph = load_graph(graphs)
+    scripted = ScriptedActor(
+        {"worker": [reply("fixed", summary="null check")], "report": [reply(note="ok")]}
+    )
+    tid = session.start(graph, {"task": "t"}, folder=tmp_path).thread_id
+    asyncio.run(session.advance(graph, tid, actor_for=lambda n, r: scripted))
+    session.store.close()
+
+    def show(*args: str) -> str:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "threads",
+                "show",
+                tid,
+                "--store",
+                str(store_dir),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    text = show()
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("#1   fix → done"))
+    assert lines[at + 2].strip() == f"↳ {tid}.1 · child · completed"
+    assert lines[at + 3].strip().startswith("#1   worker → fixed")
+    data = json.loads(show("--json"))
+    child = data["steps"][0]["child"]
+    assert child["thread"] == f"{tid}.1" and child["steps"][0]["role"] == "worker"

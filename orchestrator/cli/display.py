@@ -55,6 +55,17 @@ class PlainPrinter:
         if line:
             click.echo(line, err=True)
 
+    def child(self, thread_id: str, stored: StoredEvent, state: ThreadState) -> None:
+        """An event of a subgraph's child thread, indented under its parent's step."""
+        line = child_line(thread_id, stored, state)
+        if line:
+            click.echo(line, err=True)
+
+
+def child_line(thread_id: str, stored: StoredEvent, state: ThreadState) -> str:
+    line = describe(stored.event, state)
+    return f"  ↳ {thread_id} ({state.graph}): {line}" if line else ""
+
 
 def describe(event: Any, state: ThreadState) -> str:
     match event:

@@ -113,14 +113,17 @@ def choose_view(
     """Install the event printer on `options` and return a context manager for the run."""
     if as_json:
         options.on_event = lambda stored, state: click.echo(json_line(stored, thread_id))
+        options.on_child_event = lambda child, stored, state: click.echo(json_line(stored, child))
         return contextlib.nullcontext()
     if live is None:
         live = live_possible()
     if not live:
-        options.on_event = PlainPrinter(thread_id)
+        options.on_event = printer = PlainPrinter(thread_id)
+        options.on_child_event = printer.child
         return contextlib.nullcontext()
     view = LiveView.for_thread(graph, session, thread_id, interactive=options.interactive)
     options.on_event = view
+    options.on_child_event = view.child
     return view
 
 

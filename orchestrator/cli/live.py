@@ -39,7 +39,7 @@ from ..core.state import ThreadState
 from ..ledger import money, tokens
 from ..spec.models import END, START
 from ..store.base import StoredEvent
-from .display import describe, step_facts
+from .display import child_line, describe, step_facts
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -196,6 +196,12 @@ class LiveView:
                 self.print(self.note_line(event, state, "green"))
             case ThreadResumed():
                 self.print(self.note_line(event, state, "cyan"))
+
+    def child(self, thread_id: str, stored: StoredEvent, state: ThreadState) -> None:
+        """An event of a subgraph's child thread: a dim line above the display."""
+        line = child_line(thread_id, stored, state)
+        if line:
+            self.print(Text(line, style="dim"))
 
     def print(self, line: Text) -> None:
         # With a Live display up, console.print goes above it and stays in the scrollback.

@@ -103,11 +103,12 @@ def show(
     row = _row(session, thread_id)
     events = _events(session, row.id)
     question = session.question(row.id) if row.state == ThreadStatus.WAITING else None
+    children = session.child_events
     if as_json:
-        data = story_json(row, events, question)
+        data = story_json(row, events, question, children)
         click.echo(json.dumps(data, ensure_ascii=False, default=str))
     else:
-        click.echo(story_text(row, events, question=question, full=full))
+        click.echo(story_text(row, events, question=question, full=full, children=children))
 
 
 def _session(store_dir: Path | None, temporal: str | None, *, readonly: bool = False) -> AnySession:

@@ -16,6 +16,7 @@ Its end is the parent step's outcome:
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -55,7 +56,7 @@ def child_inputs(graph: Graph, command: RunStep) -> dict[str, Any]:
     return {"task": command.prompt}
 
 
-def _options_for(parent: LiveThread, child: Graph) -> RunOptions:
+def _options_for(parent: LiveThread, child: Graph, thread_id: str) -> RunOptions:
     """What the parent's limits leave for the child (its steps and cost count against them)."""
     limits = limits_for(parent.graph, parent.options.max_steps)
     state = parent.state
@@ -66,7 +67,9 @@ def _options_for(parent: LiveThread, child: Graph) -> RunOptions:
         cost_left = max(limits.max_cost_usd - (state.cost_usd - state.budget_cost), 1e-9)
         if child.limits.max_cost_usd is not None:
             cost_left = min(cost_left, child.limits.max_cost_usd)
-    return replace(parent.options, max_steps=max_steps, max_cost_usd=cost_left)
+    on_child = parent.options.on_child_event
+    shown = functools.partial(on_child, thread_id) if on_child is not None else None
+    return replace(parent.options, max_steps=max_steps, max_cost_usd=cost_left, on_event=shown)
 
 
 def _create(
@@ -132,7 +135,7 @@ async def run_child(
         parent.store,
         thread_id,
         actor_for=actor_for,
-        options=_options_for(parent, child),
+        options=_options_for(parent, child, thread_id),
         first=first,
     )
     return outcome_of(command.step, thread_id, parent, result, time.monotonic() - started)

@@ -13,6 +13,7 @@ from ..store.base import StoredEvent
 
 ActorFor = Callable[[str, Role], Any]  # (role name, role) -> Actor
 OnEvent = Callable[[StoredEvent, ThreadState], None]
+OnChildEvent = Callable[[str, StoredEvent, ThreadState], None]  # (child thread id, ...)
 
 
 @dataclass
@@ -21,6 +22,7 @@ class RunOptions:
     max_cost_usd: float | None = None  # a subgraph's child: what its parent's limit leaves
     model: str | None = None  # --model: overrides every role's model
     on_event: OnEvent | None = None
+    on_child_event: OnChildEvent | None = None  # events of subgraph children, any depth
     max_retries: int = 2  # the provider SDK's own retries
     timeout: float = 600.0  # seconds per provider call
     interactive: bool = False  # a human role may ask on this terminal

@@ -423,11 +423,19 @@ class Session:
         except ValueError:
             return None
 
+    def child_events(self, thread_id: str) -> list[StoredEvent] | None:
+        """The log of a subgraph step's child thread (`PARENT.STEP`), or None if it has none."""
+        try:
+            row = self.store.thread(thread_id)
+        except ThreadNotFound:
+            return None
+        return self.store.events(thread_id) if row.id == thread_id else None
+
     def recording(self, thread_id: str) -> Recording:
         """The thread's recording, with its subgraph children's steps inside."""
         return recording_from_events(
             [s.event for s in self.store.events(thread_id)],
-            lambda child: [s.event for s in self.store.events(child)],
+            lambda child: [s.event for s in self.child_events(child) or []],
         )
 
     def view(self, thread_id: str) -> ThreadView:

@@ -380,6 +380,10 @@ class TemporalSession:
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.events(thread_id)])
 
+    def child_events(self, thread_id: str) -> list[StoredEvent] | None:
+        """None: a thread on Temporal has no subgraph children."""
+        return None
+
     def recording(self, thread_id: str) -> Recording:
         """The thread's recording (a thread on Temporal has no subgraph children)."""
         return recording_from_events([s.event for s in self.events(thread_id)])
