@@ -257,3 +257,11 @@ def test_threads_show_tells_the_childs_steps_under_its_step(graphs: Path, tmp_pa
     data = json.loads(show("--json"))
     child = data["steps"][0]["child"]
     assert child["thread"] == f"{tid}.1" and child["steps"][0]["role"] == "worker"
+
+
+def test_inputs_the_child_refuses_suspend_the_parent_naming_them(graphs: Path) -> None:
+    graphs.write_text(PARENT.replace('inputs: { issue: "{{{$inputs.task}}}" }', 'prompt: "x"'))
+    trace = simulate(graphs, {}, {"task": "t"})
+    assert trace.state == "suspended"
+    assert "the inputs of graph 'child'" in (trace.reason or "")
+    assert "issue" in (trace.reason or "")

@@ -31,6 +31,7 @@ from ..core.state import ThreadState
 from ..spec.models import Graph
 from ..store.base import ThreadNotFound
 from .options import ActorFor, RunOptions, ThreadResult
+from .preflight import InputError, check_inputs
 from .step import step_workspace
 
 if TYPE_CHECKING:
@@ -125,7 +126,14 @@ async def run_child(
     except ThreadNotFound:
         row = None
     if row is None or row.id != thread_id:  # a store also matches ids by prefix
-        _create(parent, child, thread_id, child_inputs(child, command), workspace, command.step)
+        inputs = child_inputs(child, command)
+        try:
+            check_inputs(child, inputs)
+        except InputError as exc:
+            return ActorFailed(
+                command.step, f"the inputs of graph '{child.name}': {exc}", SuspendKind.GRAPH
+            )
+        _create(parent, child, thread_id, inputs, workspace, command.step)
     elif row.state in (ThreadStatus.SUSPENDED, ThreadStatus.RUNNING) or _waits_on_child(
         parent, child, thread_id
     ):
