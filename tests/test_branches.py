@@ -259,3 +259,13 @@ def test_temporal_refuses_a_graph_that_fans_out_before_anything_starts(graph_fil
     session = TemporalSession("127.0.0.1:1")  # never reached: the refusal comes first
     with pytest.raises(SessionError, match="do not run on Temporal yet"):
         session.preflight(load_graph(graph_file), workspace=graph_file.parent, replay=False)
+
+
+def test_a_graph_snapshot_with_fan_outs_reads_back_as_the_same_graph(graph_file: Path) -> None:
+    """The store (and Temporal) keep a thread's graph as a snapshot; `as` must survive it."""
+    from orchestrator.spec.models import Graph
+
+    graph = load_graph(graph_file)
+    again = Graph.model_validate(graph.model_dump(mode="json"))
+    assert again.hash == graph.hash
+    assert again.edge("planner", "split").item_name == "task"  # type: ignore[union-attr]

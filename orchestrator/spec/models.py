@@ -176,6 +176,9 @@ class Join(Target):
 
 
 class Edge(_Frozen):
+    # A snapshot (model_dump) names `as` by its field name; both spellings read back.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
     role: str | None = Field(
         None, description="the next role, or $END (absent on a `parallel` edge)"
     )
