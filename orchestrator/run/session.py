@@ -347,8 +347,10 @@ class Session:
     def threads(self, state: str | None = None) -> list[ThreadRow]:
         return self.store.threads(state)
 
-    def events(self, thread_id: str) -> list[StoredEvent]:
-        return self.store.events(thread_id)
+    def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
+        """The thread's events, or those with a sequence number above `after` (a watcher's
+        next read: the web page's live updates)."""
+        return self.store.events(thread_id, after)
 
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.store.events(thread_id)])
@@ -370,6 +372,11 @@ class Session:
         """Why the moderator would refuse this answer (empty: it would take it); nothing is
         recorded. Raises Refused when the thread does not wait for an answer at all."""
         return answer_errors(graph, self.state(thread_id), text)
+
+    def graph_of(self, row: ThreadRow) -> Graph | None:
+        """The thread's graph to show (its file, else as it was when the thread started), or
+        None when neither loads; nothing is linted or noted, unlike `graph_for`."""
+        return self._graph_quietly(row)
 
     def _graph_quietly(self, row: ThreadRow) -> Graph | None:
         try:
