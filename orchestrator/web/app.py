@@ -51,7 +51,9 @@ HEADERS = {
     "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",  # the first URL holds the token on a non-loopback bind
+    # The first URL holds the token on a non-loopback bind: it never leaves in a Referer. (Not
+    # "no-referrer": a browser then sends `Origin: null` with a form, which the guard refuses.)
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
 ASSETS = {"style.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8"}
