@@ -177,6 +177,11 @@ def to_svg(
     return "\n".join(out)
 
 
+def _bezier(p0: float, p1: float, p2: float, p3: float, t: float) -> float:
+    u = 1 - t
+    return u * u * u * p0 + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t * t * t * p3
+
+
 def _marker(name: str, colour: str) -> str:
     return (
         f'<marker id="{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
@@ -230,14 +235,15 @@ def _edge(
         if a.name == b.name:
             y1, y2 = a.y + 8, a.y + BOX_H - 8
         d = f"M{a.right:.1f},{y1:.1f} C{out_x:.1f},{y1:.1f} {out_x:.1f},{y2:.1f} {b.right:.1f},{y2:.1f}"
-        lx, ly = out_x - 6, (y1 + y2) / 2
+        lx, ly = 0.75 * out_x + 0.25 * a.right + 4, (y1 + y2) / 2 + 4  # right of the bulge
         anchor = "start"
     else:
         x1, y1 = a.x + spread - (spread and 13), a.bottom
         x2, y2 = b.x + spread - (spread and 13), b.y
         mid = (y1 + y2) / 2
         d = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}"
-        lx, ly = (x1 + x2) / 2 + 6, mid + 4
+        # Near the source, where the edges leaving one box are still apart.
+        lx, ly = _bezier(x1, x1, x2, x2, 0.3) + 6, _bezier(y1, mid, mid, y2, 0.3) + 4
         anchor = "start"
     label = f"{text} ×{count}" if count > 1 else text
     colour = TAKEN_COLOUR if count else "#666"
