@@ -121,6 +121,7 @@ def choose_view(
         return contextlib.nullcontext()
     view = LiveView.for_thread(graph, session, thread_id, interactive=options.interactive)
     options.on_event = view
+    options.on_progress = view.progress  # inside a step: the tool call now, tokens streaming
     return view
 
 

@@ -172,7 +172,7 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
     plan = plan_step(thread.graph, thread.state, command, thread.options.model)
     actor = actor_for(command.role, role)
     thread.step_task = asyncio.ensure_future(
-        perform_step(plan, role, thread.workspace_root(), actor)
+        perform_step(plan, role, thread.workspace_root(), actor, thread.options.on_progress)
     )
     try:
         return await thread.step_task
