@@ -127,7 +127,8 @@ def test_progress_counts_streamed_text_then_the_exact_usage() -> None:
 
     progress.stream_event(Event())
     assert told[-1] == Progress(3, ProgressKind.TOKENS, 0, 10, estimated=True)
-    progress.call_done(120, 14)
+    progress.call_done({"input_tokens": 20, "cache_read_input_tokens": 100, "output_tokens": 14})
+    assert told[-2].kind == ProgressKind.MODEL_DONE and told[-2].call is not None
     assert told[-1] == Progress(3, ProgressKind.TOKENS, 120, 14, estimated=False)
     progress.tool_call("bash", {"command": "pytest -q\n  tests/"})
     assert told[-1].kind == ProgressKind.TOOL and told[-1].argument == "pytest -q tests/"

@@ -193,13 +193,11 @@ class AnthropicActor:
                 tools=tools,
                 conversation=conversation,
             )
+            progress.call_start(model)
             reply = await self._call(client, params, progress)
             used = _usage(reply)
             usage = usage + used
-            progress.call_done(
-                used.input_tokens + used.cache_creation_input_tokens + used.cache_read_input_tokens,
-                used.output_tokens,
-            )
+            progress.call_done(used.to_dict(), reply)
             spent.model, spent.usage = model, usage
             if reply.stop_reason != "tool_use" or not any(
                 b.type == "tool_use" for b in reply.content
@@ -217,8 +215,9 @@ class AnthropicActor:
             for block in reply.content:
                 if block.type != "tool_use":
                     continue
-                progress.tool_call(block.name, block.input)
+                progress.tool_call(block.name, block.input, block.id)
                 text, is_error = await toolbox.run(block.name, block.input)
+                progress.tool_done(block.name, block.id, is_error)
                 tool_calls += 1
                 results.append(
                     {

@@ -20,7 +20,10 @@ from typing import Any
 
 class ProgressKind(StrEnum):
     TOKENS = "tokens"  # the step's tokens so far
-    TOOL = "tool"  # a tool call is starting
+    MODEL_CALL = "model-call"  # a model call is starting: `model`
+    MODEL_DONE = "model-done"  # it ended: `call` holds its usage, `finish` its stop reason
+    TOOL = "tool"  # a tool call is starting: `tool`, `argument`, `call_id`
+    TOOL_DONE = "tool-done"  # it ended: `error` when the tool reported one
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,11 @@ class Progress:
     estimated: bool = False  # output_tokens counts a reply still streaming, estimated
     tool: str = ""
     argument: str = ""  # the call's main argument, in short
+    call_id: str = ""  # the model's id of the tool call, or the response's id
+    model: str = ""
+    finish: str = ""  # why the model stopped (end_turn, tool_use, max_tokens)
+    error: bool = False
+    call: Mapping[str, int] | None = None  # one model call's usage, the API's four counts
 
     @property
     def tokens(self) -> int:
@@ -73,26 +81,36 @@ class StepProgress:
         self.streamed += len(getattr(delta, "text", "") or getattr(delta, "partial_json", ""))
         self._tokens(estimated=True)
 
-    def call_done(self, input_tokens: int, output_tokens: int) -> None:
-        """A model call ended: its exact usage, added to the step's."""
-        self.input_tokens += input_tokens
-        self.output_tokens += output_tokens
-        self.streamed = 0
-        if self.callback is not None:
-            self._tokens(estimated=False)
+    def call_start(self, model: str) -> None:
+        self._tell(ProgressKind.MODEL_CALL, model=model)
 
-    def tool_call(self, name: str, arguments: Any) -> None:
+    def call_done(self, usage: Mapping[str, int], message: Any = None) -> None:
+        """A model call ended: its exact usage (the API's four counts), added to the step's."""
+        self.input_tokens += sum(v for k, v in usage.items() if k != "output_tokens")
+        self.output_tokens += usage.get("output_tokens", 0)
+        self.streamed = 0
+        if self.callback is None:
+            return
+        self._tell(
+            ProgressKind.MODEL_DONE,
+            model=str(getattr(message, "model", "") or ""),
+            call_id=str(getattr(message, "id", "") or ""),
+            finish=str(getattr(message, "stop_reason", "") or ""),
+            call=dict(usage),
+        )
+        self._tokens(estimated=False)
+
+    def tool_call(self, name: str, arguments: Any, call_id: str = "") -> None:
+        self._tell(
+            ProgressKind.TOOL, tool=name, argument=short_argument(arguments), call_id=call_id
+        )
+
+    def tool_done(self, name: str, call_id: str, error: bool) -> None:
+        self._tell(ProgressKind.TOOL_DONE, tool=name, call_id=call_id, error=error)
+
+    def _tell(self, kind: ProgressKind, **facts: Any) -> None:
         if self.callback is not None:
-            self.callback(
-                Progress(
-                    self.step,
-                    ProgressKind.TOOL,
-                    self.input_tokens,
-                    self.output_tokens,
-                    tool=name,
-                    argument=short_argument(arguments),
-                )
-            )
+            self.callback(Progress(self.step, kind, self.input_tokens, self.output_tokens, **facts))
 
     def _tokens(self, *, estimated: bool) -> None:
         assert self.callback is not None

@@ -52,6 +52,7 @@ from ..store.base import (
     default_store_dir,
 )
 from ..store.sqlite import SqliteStore
+from ..telemetry import traced
 from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from ..workspace_git import (
     Worktree,
@@ -274,15 +275,16 @@ class Session:
             if tree is not None:
                 finished["worktree"] = self._finish(graph, result, tree)
 
-        result = await advance(
-            graph,
-            self.store,
-            thread_id,
-            actor_for=actor_for,
-            options=options,
-            first=first,
-            finish=commit,
-        )
+        with traced(graph, thread_id, options) as options:  # OpenTelemetry, when asked for
+            result = await advance(
+                graph,
+                self.store,
+                thread_id,
+                actor_for=actor_for,
+                options=options,
+                first=first,
+                finish=commit,
+            )
         if tree is not None:  # a thread ended by another process commits nothing: where it is
             result.worktree = finished.get("worktree") or self._finish(graph, result, tree)
         return result
