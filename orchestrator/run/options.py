@@ -26,6 +26,7 @@ class RunOptions:
     timeout: float = 600.0  # seconds per provider call
     interactive: bool = False  # a human role may ask on this terminal
     poll_seconds: float = 1.0  # how often a running thread looks for a cancel from elsewhere
+    replay_pace: float = 0.0  # --pace: a replay at its recorded pace (1.0), N times faster (N)
 
 
 @dataclass

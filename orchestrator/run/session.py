@@ -267,7 +267,8 @@ class Session:
                     f"the thread's worktree cannot be used: {exc}", usage=False
                 ) from None
         if replay is not None:
-            replay_actor = ReplayActor(replay)
+            pace = options.replay_pace if options is not None else 0.0
+            replay_actor = ReplayActor(replay, pace=pace)
             actor_for = lambda name, role: replay_actor  # noqa: E731
         finished: dict[str, dict[str, Any]] = {}
 
