@@ -12,6 +12,7 @@ from orchestrator.render.diagram import Taken
 from orchestrator.run.waiting import Question
 from orchestrator.spec.loader import load_graph
 from orchestrator.web.answer_form import answer_forms, reply_from_form
+from orchestrator.web.html import pre
 from orchestrator.web.svg import back_edges, layout, ranks_of, to_svg
 from tests.test_answer_cli import GRAPH as HUMAN_GRAPH
 
@@ -110,3 +111,10 @@ def test_serve_says_why_it_cannot_listen(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert f"error: cannot listen on 127.0.0.1:{port}" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_very_long_text_is_cut_on_the_page_with_a_note() -> None:
+    html = pre("<" * 250_000, "body")
+    assert html.count("&lt;") == 100_000
+    assert "cut: 250,000 characters in all" in html and "--full" in html
+    assert pre("short") == "<pre>short</pre>"

@@ -66,8 +66,19 @@ def value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
+PAGE_CHARS = 100_000  # a longer text is cut on the page (the log and the CLI keep it whole)
+
+
 def pre(text: str, cls: str = "") -> str:
-    return f'<pre class="{esc(cls)}">{esc(text)}</pre>' if cls else f"<pre>{esc(text)}</pre>"
+    note = ""
+    if len(text) > PAGE_CHARS:
+        note = (
+            f'<p class="note">cut: {len(text):,} characters in all; '
+            "<code>orchestrator threads show ID --full</code> prints everything</p>"
+        )
+        text = text[:PAGE_CHARS] + "…"
+    attrs = f' class="{esc(cls)}"' if cls else ""
+    return f"<pre{attrs}>{esc(text)}</pre>{note}"
 
 
 def error_page(title: str, message: str, *, where: str) -> str:

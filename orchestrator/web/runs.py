@@ -65,6 +65,7 @@ class Runs:
             graph = session.graph_for(row)
             seen = row.seq
         except (SessionError, GraphError, StoreError) as exc:
+            session.store.close()
             return explain(exc)
         self.errors.pop(thread_id, None)
         task = asyncio.create_task(self._run(thread_id, action, session, graph))
