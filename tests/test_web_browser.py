@@ -29,7 +29,6 @@ from tests.test_answer_cli import GRAPH as HUMAN_GRAPH
 from tests.test_answer_cli import PROPOSAL
 from tests.web_helpers import chromium, in_thread, served
 
-
 # A loaded CI machine (2 cores, the whole suite) may take seconds to serve a page; the live
 # updates' own waits below are longer still. Nothing here measures time.
 expect.set_options(timeout=15_000)

@@ -162,6 +162,7 @@ def to_svg(
         "</defs>",
     ]
     fan: Counter[tuple[str, str]] = Counter()
+    places: list[Rect] = [(b.x - b.w / 2, b.y, b.x + b.w / 2, b.bottom) for b in boxes.values()]
     for (source, status, target), text in zip(edges_of(graph), labels_of(graph), strict=True):
         key = (source, status, target)
         if source not in boxes or target not in boxes:
@@ -169,7 +170,10 @@ def to_svg(
         count = taken.count(key) if taken is not None else 0
         nth = fan[(source, target)]
         fan[(source, target)] += 1
-        out.append(_edge(boxes[source], boxes[target], key, text, count, key in loops, nth, graph))
+        edge = _edge(
+            boxes[source], boxes[target], key, text, count, key in loops, nth, graph, places
+        )
+        out.append(edge)
     visited = taken.visited if taken is not None else set()
     for name, box in boxes.items():
         out.append(_box(box, graph, name in visited, visits.get(name, 0), name == current))
@@ -217,6 +221,11 @@ def _box(box: Box, graph: Graph, visited: bool, visits: int, current: bool) -> s
     )
 
 
+Rect = tuple[float, float, float, float]  # left, top, right, bottom
+LABEL_CHAR_W = 6.6  # px per character of the 11.5px edge label font
+TRIES = (0.3, 0.5, 0.7, 0.2, 0.4, 0.6, 0.8, 0.15, 0.85)  # where along an edge a label may sit
+
+
 def _edge(
     a: Box,
     b: Box,
@@ -226,7 +235,10 @@ def _edge(
     loop: bool,
     nth: int,
     graph: Graph,
+    taken_places: list[Rect],
 ) -> str:
+    """One edge and its label; the label goes at the first place along the edge that covers
+    no box and no label placed before (`taken_places`, which it joins)."""
     spread = nth * 26
     if loop or b.y <= a.y:  # back to an earlier (or the same) row: out and in on the right
         climb = max(1.0, (a.y - b.y) / RANK_GAP)
@@ -234,18 +246,19 @@ def _edge(
         y1, y2 = a.y + BOX_H / 2, b.y + BOX_H / 2
         if a.name == b.name:
             y1, y2 = a.y + 8, a.y + BOX_H - 8
-        d = f"M{a.right:.1f},{y1:.1f} C{out_x:.1f},{y1:.1f} {out_x:.1f},{y2:.1f} {b.right:.1f},{y2:.1f}"
-        lx, ly = 0.75 * out_x + 0.25 * a.right + 4, (y1 + y2) / 2 + 4  # right of the bulge
-        anchor = "start"
+        xs: Curve = (a.right, out_x, out_x, b.right)
+        ys: Curve = (y1, y1, y2, y2)
     else:
         x1, y1 = a.x + spread - (spread and 13), a.bottom
         x2, y2 = b.x + spread - (spread and 13), b.y
         mid = (y1 + y2) / 2
-        d = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{mid:.1f} {x2:.1f},{mid:.1f} {x2:.1f},{y2:.1f}"
-        # Near the source, where the edges leaving one box are still apart.
-        lx, ly = _bezier(x1, x1, x2, x2, 0.3) + 6, _bezier(y1, mid, mid, y2, 0.3) + 4
-        anchor = "start"
+        xs, ys = (x1, x1, x2, x2), (y1, mid, mid, y2)
+    d = (
+        f"M{xs[0]:.1f},{ys[0]:.1f} C{xs[1]:.1f},{ys[1]:.1f} {xs[2]:.1f},{ys[2]:.1f} "
+        f"{xs[3]:.1f},{ys[3]:.1f}"
+    )
     label = f"{text} ×{count}" if count > 1 else text
+    lx, ly = _place(label, xs, ys, taken_places)
     colour = TAKEN_COLOUR if count else "#666"
     width = 3 if count else 1.3
     dashed = key[2] != END and key[2] not in graph.roles
@@ -257,6 +270,29 @@ def _edge(
         f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="{width}"'
         f"{dash} "
         f'marker-end="url(#{"arrow-taken" if count else "arrow"})"/>'
-        f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" '
+        f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}" text-anchor="start" '
         f'fill="{colour}">{escape(label)}</text></g>'
     )
+
+
+Curve = tuple[float, float, float, float]  # a cubic Bézier's x (or y) coordinates
+
+
+def _place(label: str, xs: Curve, ys: Curve, taken_places: list[Rect]) -> tuple[float, float]:
+    width = len(label) * LABEL_CHAR_W
+    first: tuple[float, float, Rect] | None = None
+    for t in TRIES:
+        x, y = _bezier(*xs, t) + 6, _bezier(*ys, t) + 4
+        rect = (x - 2, y - 11, x + width + 2, y + 3)
+        if first is None:
+            first = (x, y, rect)
+        if not any(_overlap(rect, other) for other in taken_places):
+            taken_places.append(rect)
+            return x, y
+    assert first is not None
+    taken_places.append(first[2])
+    return first[0], first[1]
+
+
+def _overlap(a: Rect, b: Rect) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
