@@ -48,12 +48,23 @@ def bind(host: str, port: int) -> socket.socket:
     show_default=True,
     help="Port to listen on (0: any free port).",
 )
-def serve(store_dir: Path | None, host: str, port: int) -> None:
+@click.option(
+    "--temporal",
+    metavar="ADDRESS",
+    default=None,
+    hidden=True,  # not served yet: says so, rather than "no such option"
+)
+def serve(store_dir: Path | None, host: str, port: int, temporal: str | None) -> None:
     """Watch threads in a web browser: timelines, graphs, live updates, answers, resume, cancel.
 
     Everything is served from this machine; nothing is loaded from the internet. On an address
     other than loopback every request needs the token printed at start.
     """
+    if temporal:
+        fail(
+            "serve shows the threads of a local store; threads on Temporal are not served yet: "
+            "see them with `orchestrator threads list|show --temporal ADDRESS`"
+        )
     # deferred: Starlette, uvicorn and the store load only when the page is served
     import uvicorn
 
