@@ -118,16 +118,3 @@ def test_a_very_long_text_is_cut_on_the_page_with_a_note() -> None:
     assert html.count("&lt;") == 100_000
     assert "cut: 250,000 characters in all" in html and "--full" in html
     assert pre("short") == "<pre>short</pre>"
-
-
-def test_serve_says_threads_on_temporal_are_not_served(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "serve", "--temporal", "127.0.0.1:7233"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-    )
-    assert out.returncode == 2
-    assert "threads on Temporal are not served yet" in out.stderr

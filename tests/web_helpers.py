@@ -50,8 +50,19 @@ def chromium() -> Iterator[Any]:
 class Served:
     """`orchestrator serve` running in a process of its own; `url` is what it printed."""
 
-    def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None):
-        command = [sys.executable, "-m", "orchestrator", "serve", "--store", str(store)]
+    def __init__(
+        self,
+        store: Path | None,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        temporal: tuple[str, str] | None = None,
+    ):
+        """`store`, or `temporal` (address, task queue): where the threads are."""
+        command = [sys.executable, "-m", "orchestrator", "serve"]
+        if temporal is not None:
+            command += ["--temporal", temporal[0], "--task-queue", temporal[1]]
+        else:
+            command += ["--store", str(store)]
         self.process = subprocess.Popen(
             [*command, "--port", "0", *extra],
             env=env or dict(os.environ),
@@ -85,8 +96,13 @@ class Served:
 
 
 @contextmanager
-def served(store: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[Served]:
-    server = Served(store, *extra, env=env)
+def served(
+    store: Path | None,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    temporal: tuple[str, str] | None = None,
+) -> Iterator[Served]:
+    server = Served(store, *extra, env=env, temporal=temporal)
     try:
         yield server
     finally:

@@ -1,4 +1,4 @@
-"""`orchestrator serve [--store DIR] [--host 127.0.0.1] [--port 8765]`: the local web page.
+"""`orchestrator serve [--store DIR | --temporal ADDRESS] [--host 127.0.0.1] [--port 8765]`.
 
 The socket is bound here before the server starts, so a port in use is a clear error, `--port
 0` takes a free port, and the address printed is the one really listened on. On an address
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_PROBLEMS, fail, store_option
+from .common import EXIT_PROBLEMS, fail, store_option, temporal_option
 
 
 def is_loopback(host: str) -> bool:
@@ -48,49 +48,54 @@ def bind(host: str, port: int) -> socket.socket:
     show_default=True,
     help="Port to listen on (0: any free port).",
 )
-@click.option(
-    "--temporal",
-    metavar="ADDRESS",
-    default=None,
-    hidden=True,  # not served yet: says so, rather than "no such option"
-)
-def serve(store_dir: Path | None, host: str, port: int, temporal: str | None) -> None:
+@temporal_option
+@click.option("--task-queue", default=None, help="With --temporal: the threads' task queue.")
+def serve(
+    store_dir: Path | None, host: str, port: int, temporal: str | None, task_queue: str | None
+) -> None:
     """Watch threads in a web browser: timelines, graphs, live updates, answers, resume, cancel.
 
     Everything is served from this machine; nothing is loaded from the internet. On an address
     other than loopback every request needs the token printed at start.
     """
-    if temporal:
-        fail(
-            "serve shows the threads of a local store; threads on Temporal are not served yet: "
-            "see them with `orchestrator threads list|show --temporal ADDRESS`"
-        )
     # deferred: Starlette, uvicorn and the store load only when the page is served
     import uvicorn
 
     from ..run.session import SessionError, open_store
     from ..store.base import default_store_dir
     from ..web.app import make_app
+    from .session import temporal_session
 
-    directory = default_store_dir(store_dir)
-    try:
-        open_store(directory).close()  # a store that cannot be opened fails here, clearly
-    except SessionError as exc:
-        fail(exc.message, EXIT_PROBLEMS)
+    on_temporal = None
+    if temporal:
+        if store_dir is not None:
+            fail("--store and --temporal name two places for threads: give one")
+        on_temporal = temporal_session(temporal, task_queue)
+        where = f"the threads on Temporal at {temporal}"
+    else:
+        directory = default_store_dir(store_dir)
+        where = f"the threads of {directory}"
+        try:
+            open_store(directory).close()  # a store that cannot be opened fails here, clearly
+        except SessionError as exc:
+            fail(exc.message, EXIT_PROBLEMS)
     loopback = is_loopback(host)
     token = None if loopback else secrets.token_urlsafe(24)
     sock = bind(host, port)
-    where = sock.getsockname()
-    shown = f"[{where[0]}]" if sock.family == socket.AF_INET6 else where[0]
-    url = f"http://{shown}:{where[1]}/" + (f"?token={token}" if token else "")
-    click.echo(f"serving the threads of {directory} at {url}")
+    address = sock.getsockname()
+    shown = f"[{address[0]}]" if sock.family == socket.AF_INET6 else address[0]
+    url = f"http://{shown}:{address[1]}/" + (f"?token={token}" if token else "")
+    click.echo(f"serving {where} at {url}")
     if token:
         click.echo(
             "every request needs this token (it is in the address above); share it with care"
         )
     click.echo("press Ctrl-C to stop")
     sys.stdout.flush()
-    app = make_app(directory, token=token, loopback=loopback)
+    if on_temporal is not None:
+        app = make_app(temporal=on_temporal, token=token, loopback=loopback)
+    else:
+        app = make_app(directory, token=token, loopback=loopback)
     config = uvicorn.Config(
         app, log_level="warning", timeout_graceful_shutdown=1, lifespan="on", access_log=False
     )

@@ -11,10 +11,12 @@ Routes (all HTML unless said; every one behind `guard.Guard`):
     POST /threads/ID/cancel         cancel
     GET  /static/style.css, app.js  the page's only assets, shipped in the package
 
-The store is read through the session layer alone (`Session.threads`, `.thread`, `.events`,
-`.view`, `.question`, `.graph_of`), as the command line reads it; the page holds no SQL. The
-live feeds look at the store's rows every `poll` seconds: a thread advanced by any process (the
-command line, a batch, this server) shows up, since they all append to the same store.
+Threads are read through the session layer alone (`.threads`, `.thread`, `.events`, `.view`,
+`.question`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
+the local store's (`Session`) or, with `--temporal`, a `TemporalSession`, whose reading methods
+block on the network: they run on a worker thread, off the server's loop. The live feeds look at
+the threads' rows every `poll` seconds: a thread advanced by any process (the command line, a
+batch, this server, a Temporal worker) shows up.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
@@ -44,7 +47,13 @@ from .list_page import STATES, select, signature, threads_page
 from .runs import Runs, explain
 from .thread_page import AnswerState, Notice, thread_page
 
+if TYPE_CHECKING:
+    from ..temporal.session import TemporalSession
+
+    AnySession = Session | TemporalSession
+
 log = logging.getLogger("orchestrator")
+T = TypeVar("T")
 
 HEADERS = {
     # Nothing but this server's own files: no inline script, no font or style from elsewhere.
@@ -61,15 +70,26 @@ KEEPALIVE_S = 15.0
 
 
 def make_app(
-    store_dir: Path,
+    store_dir: Path | None = None,
     *,
+    temporal: TemporalSession | None = None,
     token: str | None = None,
     loopback: bool = True,
     poll: float = 0.5,
 ) -> ASGIApp:
-    """The web application over the store in `store_dir`; `token` is required on every
-    request when given; `loopback` checks the Host header (see guard.py)."""
-    web = Web(store_dir, poll)
+    """The web application over the store in `store_dir`, or over the threads of a
+    `TemporalSession`; `token` is required on every request when given; `loopback` checks the
+    Host header (see guard.py)."""
+    if temporal is not None:
+        web = Web(temporal, lambda: temporal, where=f"Temporal at {temporal.address}", poll=poll)
+    else:
+        assert store_dir is not None
+        web = Web(
+            Session(open_store(store_dir), notify=log.info),
+            lambda: Session(open_store(store_dir), notify=log.info),
+            where=str(store_dir),
+            poll=poll,
+        )
     routes = [
         Route("/", web.index),
         Route("/events", web.list_events),
@@ -85,20 +105,34 @@ def make_app(
 
 
 class Web:
-    def __init__(self, store_dir: Path, poll: float):
-        self.store_dir = store_dir
+    def __init__(
+        self,
+        reader: AnySession,
+        open_session: Callable[[], AnySession],
+        *,
+        where: str,
+        poll: float,
+    ):
+        self.reader = reader
         self.poll = poll
-        self.where = str(store_dir)
-        self.reader = Session(open_store(store_dir), notify=log.info)
-        self.runs = Runs(lambda: Session(open_store(store_dir), notify=log.info))
+        self.where = where
+        self.blocking = not isinstance(reader, Session)  # Temporal: reads wait on the network
+        self.runs = Runs(open_session, blocking=self.blocking)
         folder = resources.files("orchestrator.web") / "static"
         self.assets = {name: (folder / name).read_bytes() for name in ASSETS}
+
+    async def read(self, function: Callable[..., T], *args: Any) -> T:
+        """A session call: in place for the local store, on a worker thread for Temporal."""
+        if self.blocking:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         yield
         await self.runs.close()
-        self.reader.store.close()
+        if isinstance(self.reader, Session):
+            self.reader.store.close()
 
     # ------------------------------------------------------------------ pages
 
@@ -108,7 +142,7 @@ class Web:
         if state is not None and state not in STATES:
             return self._error("no such state", f"'{state}' is not one of {', '.join(STATES)}", 400)
         try:
-            every = self.reader.threads()
+            every = await self.read(self.reader.threads)
         except (SessionError, StoreError) as exc:
             return self._error("the store cannot be read", explain(exc), 500)
         rows = [r for r in every if state is None or r.state == state]
@@ -117,12 +151,12 @@ class Web:
         return _html(html)
 
     async def thread(self, request: Request) -> Response:
-        row = self._row(request)
+        row = await self._row(request)
         if isinstance(row, Response):
             return row
-        return self._thread_page(row)
+        return await self._thread_page(row)
 
-    def _thread_page(
+    async def _thread_page(
         self,
         row: ThreadRow,
         *,
@@ -131,9 +165,9 @@ class Web:
         status: int = 200,
     ) -> Response:
         try:
-            view = self.reader.view(row.id)
-            graph = self.reader.graph_of(row)
-            question = self.reader.question(row.id, graph)
+            view = await self.read(self.reader.view, row.id)
+            graph = await self.read(self.reader.graph_of, row)
+            question = await self.read(self.reader.question, row.id, graph)
         except (SessionError, StoreError) as exc:
             return self._error("the thread cannot be read", explain(exc), 500)
         failed = self.runs.errors.get(row.id)
@@ -151,10 +185,10 @@ class Web:
         )
         return _html(html, status)
 
-    def _row(self, request: Request) -> ThreadRow | Response:
+    async def _row(self, request: Request) -> ThreadRow | Response:
         thread_id = request.path_params["thread_id"]
         try:
-            return self.reader.thread(thread_id)
+            return await self.read(self.reader.thread, thread_id)
         except SessionError as exc:
             return self._error("no such thread", exc.message, 404)
         except StoreError as exc:
@@ -172,68 +206,69 @@ class Web:
     # ------------------------------------------------------------------ actions
 
     async def answer(self, request: Request) -> Response:
-        row = self._row(request)
+        row = await self._row(request)
         if isinstance(row, Response):
             return row
         data = await _form(request)
-        question = self.reader.question(row.id)
+        question = await self.read(self.reader.question, row.id)
         if question is None or str(question.step) != data.get("step", str(question.step)):
-            return self._thread_page(
-                self.reader.thread(row.id),
+            return await self._thread_page(
+                await self.read(self.reader.thread, row.id),
                 notices=(Notice("the thread no longer waits for this answer; nothing was sent"),),
                 status=409,
             )
         status, text, typed = reply_from_form(question, data)
         try:
-            graph = self.reader.graph_for(row)
-            errors = self.reader.check_answer(graph, row.id, text)
+            graph = await self.read(self.reader.graph_for, row)
+            errors = await self.read(self.reader.check_answer, graph, row.id, text)
         except (SessionError, GraphError, Refused, StoreError) as exc:
-            return self._thread_page(row, notices=(Notice(explain(exc)),), status=409)
+            return await self._thread_page(row, notices=(Notice(explain(exc)),), status=409)
         if errors:
             refused = AnswerState(status, errors, typed)
             note = Notice("the answer does not fit the role's contract; nothing was recorded")
-            return self._thread_page(row, notices=(note,), answer=refused, status=422)
+            return await self._thread_page(row, notices=(note,), answer=refused, status=422)
         failed = await self.runs.start(row.id, lambda s, g, o: s.answer(g, row.id, text, options=o))
-        return self._after(row.id, failed)
+        return await self._after(row.id, failed)
 
     async def resume(self, request: Request) -> Response:
-        row = self._row(request)
+        row = await self._row(request)
         if isinstance(row, Response):
             return row
         message = (await _form(request)).get("message", "").strip() or None
         failed = await self.runs.start(
             row.id, lambda s, g, o: s.resume(g, row.id, message=message, options=o)
         )
-        return self._after(row.id, failed)
+        return await self._after(row.id, failed)
 
     async def cancel(self, request: Request) -> Response:
-        row = self._row(request)
+        row = await self._row(request)
         if isinstance(row, Response):
             return row
         try:
-            self.reader.cancel(row.id, "cancelled from the web page")
+            await self.read(self.reader.cancel, row.id, "cancelled from the web page")
         except (SessionError, Refused, StoreError) as exc:
-            return self._after(row.id, explain(exc))
-        return self._after(row.id, None)
+            return await self._after(row.id, explain(exc))
+        return await self._after(row.id, None)
 
-    def _after(self, thread_id: str, failed: str | None) -> Response:
+    async def _after(self, thread_id: str, failed: str | None) -> Response:
         if failed is None:  # the thread moved: show it (a GET, so a reload sends nothing again)
             return RedirectResponse(f"/threads/{thread_id}", status_code=303)
-        return self._thread_page(
-            self.reader.thread(thread_id), notices=(Notice(failed),), status=409
-        )
+        row = await self.read(self.reader.thread, thread_id)
+        return await self._thread_page(row, notices=(Notice(failed),), status=409)
 
     # ------------------------------------------------------------------ live feeds
 
     async def thread_events(self, request: Request) -> Response:
-        row = self._row(request)
+        row = await self._row(request)
         if isinstance(row, Response):
             return row
         seen = {"seq": 0}
 
         def probe() -> dict[str, object]:
             now = self.reader.thread(row.id)
-            new = self.reader.events(row.id, after=seen["seq"]) if now.seq > seen["seq"] else []
+            new = []
+            if now.seq > seen["seq"]:  # only then: on Temporal, reading the log is a query
+                new = [s for s in self.reader.events(row.id) if s.seq > seen["seq"]]
             seen["seq"] = now.seq
             kinds = [type(s.event).__name__ for s in new][-50:]
             return {"seq": str(now.seq), "state": str(now.state), "events": kinds}
@@ -256,7 +291,7 @@ class Web:
             quiet = 0.0
             while not await request.is_disconnected():
                 try:
-                    data = probe()
+                    data = await self.read(probe)
                 except (SessionError, StoreError):  # a busy or failing store: look again
                     data = {key: last}
                 if data[key] != last:

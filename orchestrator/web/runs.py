@@ -8,7 +8,9 @@ request judged and recorded) or the run has ended, so the page that follows show
 taken, or the reason it was refused.
 
 Stopping the server cancels the tasks: the runner then records the interruption, and the threads
-are left resumable, as after Ctrl-C on the command line.
+are left resumable, as after Ctrl-C on the command line. On Temporal (a `TemporalSession`, shared
+and never closed here), the request goes to the thread's workflow and the task follows it; the
+session's reading methods block on the network, so they run on a worker thread.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..core.outcomes import Refused
 from ..problems import GraphError
@@ -24,9 +27,14 @@ from ..run.session import Session, SessionError
 from ..spec.models import Graph
 from ..store.base import StoreError, ThreadBusy
 
+if TYPE_CHECKING:
+    from ..temporal.session import TemporalSession
+
+    AnySession = Session | TemporalSession
+
 log = logging.getLogger("orchestrator")
 
-Action = Callable[[Session, Graph, RunOptions], Awaitable[ThreadResult]]
+Action = Callable[[Any, Graph, RunOptions], Awaitable[ThreadResult]]
 SETTLE_POLL = 0.05  # seconds between looks at the store while a request is being judged
 SETTLE_LIMIT = 200  # looks, at most, before the page is shown anyway (the run goes on)
 
@@ -46,8 +54,9 @@ def explain(exc: BaseException) -> str:
 
 
 class Runs:
-    def __init__(self, open_session: Callable[[], Session]):
+    def __init__(self, open_session: Callable[[], AnySession], *, blocking: bool = False):
         self.open_session = open_session
+        self.blocking = blocking
         self.tasks: dict[str, asyncio.Task[ThreadResult | None]] = {}
         self.errors: dict[str, str] = {}  # the last failed run of each thread, for its page
 
@@ -61,11 +70,11 @@ class Runs:
             return "this server is already running this thread"
         session = self.open_session()
         try:
-            row = session.thread(thread_id)
-            graph = session.graph_for(row)
+            row = await self._read(session.thread, thread_id)
+            graph = await self._read(session.graph_for, row)
             seen = row.seq
         except (SessionError, GraphError, StoreError) as exc:
-            session.store.close()
+            self._done_with(session)
             return explain(exc)
         self.errors.pop(thread_id, None)
         task = asyncio.create_task(self._run(thread_id, action, session, graph))
@@ -74,15 +83,24 @@ class Runs:
             if task.done():
                 return self.errors.get(thread_id)
             try:
-                if session.thread(thread_id).seq > seen:
+                if (await self._read(session.thread, thread_id)).seq > seen:
                     return None
             except (SessionError, StoreError):
                 pass
             await asyncio.sleep(SETTLE_POLL)
         return None
 
+    async def _read(self, function: Callable[..., Any], *args: Any) -> Any:
+        if self.blocking:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
+
+    def _done_with(self, session: AnySession) -> None:
+        if isinstance(session, Session):  # a local run's own connection
+            session.store.close()
+
     async def _run(
-        self, thread_id: str, action: Action, session: Session, graph: Graph
+        self, thread_id: str, action: Action, session: AnySession, graph: Graph
     ) -> ThreadResult | None:
         try:
             return await action(session, graph, RunOptions())
@@ -92,7 +110,7 @@ class Runs:
                 log.exception("thread %s stopped on an unexpected error", thread_id)
             return None
         finally:
-            session.store.close()
+            self._done_with(session)
 
     async def close(self) -> None:
         """Interrupt every run (each thread is left resumable) and wait for them to stop."""
