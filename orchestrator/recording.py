@@ -9,7 +9,8 @@ with that message) instead of crashing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ class RecordedStep:
     prompt: str = ""
     attempts: tuple[RecordedAttempt, ...] = ()
     usage: dict[str, int] = field(default_factory=dict)
+    duration_s: float = 0.0  # how long the accepted reply took (0: not recorded)
     child: Recording | None = None  # a subgraph role's step: its child thread's recording
 
 
@@ -104,6 +106,7 @@ def _step_dict(s: RecordedStep) -> dict[str, Any]:
         "output": s.output,
         "attempts": [{"output": a.output, "errors": list(a.errors)} for a in s.attempts],
         "usage": dict(s.usage),
+        **({"duration_s": s.duration_s} if s.duration_s > 0 else {}),
     }
     if s.child is not None:
         child = s.child.to_dict()
@@ -148,6 +151,7 @@ def recording_from_events(
             prompt=s.prompt,
             attempts=tuple(RecordedAttempt(a.reply, a.errors) for a in s.attempts),
             usage=dict(s.usage),
+            duration_s=round(s.duration_s, 3),
             child=recording_from_events(children(s.child), children)
             if s.child is not None and children is not None
             else None,
@@ -205,6 +209,11 @@ def parse_recording(data: Any, where: str = "<recording>") -> Recording:
                 RecordedAttempt(att["output"], tuple(str(e) for e in att.get("errors") or []))
             )
         usage: dict[str, Any] = raw["usage"] if isinstance(raw.get("usage"), dict) else {}
+        took = raw.get("duration_s", 0)
+        if isinstance(took, bool) or not isinstance(took, int | float) or took < 0:
+            raise RecordingError(
+                f"{where}: step {i} ({raw['role']}): `duration_s` must be a number of seconds"
+            )
         steps.append(
             RecordedStep(
                 role=raw["role"],
@@ -212,6 +221,7 @@ def parse_recording(data: Any, where: str = "<recording>") -> Recording:
                 prompt=str(raw.get("prompt") or ""),
                 attempts=tuple(recorded_attempts),
                 usage={k: int(v) for k, v in usage.items() if isinstance(v, int)},
+                duration_s=float(took),
                 child=parse_recording(raw["child"], f"{where}: step {i} (child)")
                 if raw.get("child") is not None
                 else None,
@@ -250,13 +260,39 @@ class ReplayDivergence(ActorError):
         self.errors = errors
 
 
+PACE_TOKENS_PER_S = 60.0  # a recording without durations: output tokens at this rate...
+PACE_LIMITS_S = (0.5, 10.0)  # ...within these bounds per step
+
+
+def paced_seconds(step: RecordedStep) -> float:
+    """How long `--pace` takes over a step: its recorded duration, else an estimate from its
+    output tokens (recordings made before durations were recorded)."""
+    if step.duration_s > 0:
+        return step.duration_s
+    low, high = PACE_LIMITS_S
+    return min(high, max(low, step.usage.get("output_tokens", 0) / PACE_TOKENS_PER_S))
+
+
 class ReplayActor:
-    """Plays a recording: step N's rejected attempts, then its accepted output."""
+    """Plays a recording: step N's rejected attempts, then its accepted output.
+
+    With `pace` (1.0: as recorded, 2.0: twice as fast), the accepted output of each step comes
+    after its recorded duration (`paced_seconds`), so a replay can be watched; the wait is an
+    ordinary asyncio sleep, which Ctrl-C interrupts like any step.
+    """
 
     kind = "replay"
 
-    def __init__(self, recording: Recording):
+    def __init__(
+        self,
+        recording: Recording,
+        *,
+        pace: float = 0.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
         self.recording = recording
+        self.pace = pace
+        self.sleep = sleep
 
     async def play(self, request: ActRequest) -> ActReply:
         n = request.step
@@ -300,4 +336,6 @@ class ReplayActor:
                 errors=tuple(errors),
             )
         usage = Usage.from_dict(recorded.usage) if index == len(replies) - 1 else Usage()
+        if self.pace > 0 and index == len(replies) - 1:
+            await self.sleep(paced_seconds(recorded) / self.pace)
         return ActReply(text=replies[index], message=request.prompt, usage=usage)

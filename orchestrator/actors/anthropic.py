@@ -45,6 +45,7 @@ from ..prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_mes
 from ..tools import ToolBox, tool_definitions
 from ..tools.scrub import Secrets
 from .base import ActorError, ActReply, ActRequest, Usage
+from .progress import StepProgress
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -182,6 +183,7 @@ class AnthropicActor:
         usage = Usage()
         tool_calls = 0
         rounds = 0
+        progress = StepProgress(request.progress, request.step)
         while True:
             params = request_params(
                 model=model,
@@ -191,8 +193,11 @@ class AnthropicActor:
                 tools=tools,
                 conversation=conversation,
             )
-            reply = await self._call(client, params)
-            usage = usage + _usage(reply)
+            progress.call_start(model)
+            reply = await self._call(client, params, progress)
+            used = _usage(reply)
+            usage = usage + used
+            progress.call_done(used.to_dict(), reply)
             spent.model, spent.usage = model, usage
             if reply.stop_reason != "tool_use" or not any(
                 b.type == "tool_use" for b in reply.content
@@ -210,7 +215,9 @@ class AnthropicActor:
             for block in reply.content:
                 if block.type != "tool_use":
                     continue
+                progress.tool_call(block.name, block.input, block.id)
                 text, is_error = await toolbox.run(block.name, block.input)
+                progress.tool_done(block.name, block.id, is_error)
                 tool_calls += 1
                 results.append(
                     {
@@ -234,12 +241,14 @@ class AnthropicActor:
             tool_calls=tool_calls,
         )
 
-    async def _call(self, client: AsyncAnthropic, params: dict[str, Any]) -> Any:
+    async def _call(
+        self, client: AsyncAnthropic, params: dict[str, Any], progress: StepProgress | None = None
+    ) -> Any:
         # The SDK's timeout bounds each read, and a stream that keeps sending pings never
         # trips it: the whole call (the SDK's retries included) gets a deadline of its own.
         try:
             async with asyncio.timeout(self.deadline):
-                return await self._request(client, params)
+                return await self._request(client, params, progress)
         except TimeoutError:
             raise ActorError(
                 f"Anthropic API call did not finish within {self.deadline:g} s "
@@ -247,12 +256,16 @@ class AnthropicActor:
                 kind="timeout",
             ) from None
 
-    async def _request(self, client: AsyncAnthropic, params: dict[str, Any]) -> Any:
+    async def _request(
+        self, client: AsyncAnthropic, params: dict[str, Any], progress: StepProgress | None = None
+    ) -> Any:
         if not self.stream:
             return await client.messages.create(**params)
         async with client.messages.stream(**params) as stream:
             finished = False
             async for event in stream:
+                if progress is not None:
+                    progress.stream_event(event)
                 if event.type == "message_stop":
                     finished = True
             if not finished:

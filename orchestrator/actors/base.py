@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from ..core.events import SuspendKind
 from ..spec.models import Role
+from .progress import OnProgress
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class ActRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     graph_name: str = ""
+    # Told what happens during the step (tokens, tool calls), for a display; never recorded.
+    progress: OnProgress | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_repair(self) -> bool:

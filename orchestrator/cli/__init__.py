@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "schema",
         "Print the JSON Schema of the graph file format.",
     ),
+    "serve": (
+        "orchestrator.cli.serve",
+        "serve",
+        "Watch threads in a web browser, live; answer, resume, cancel.",
+    ),
     "worker": (
         "orchestrator.cli.worker",
         "worker",

@@ -124,6 +124,7 @@ def choose_view(
     view = LiveView.for_thread(graph, session, thread_id, interactive=options.interactive)
     options.on_event = view
     options.on_child_event = view.child
+    options.on_progress = view.progress  # inside a step: the tool call now, tokens streaming
     return view
 
 

@@ -10,7 +10,11 @@ Above, one line per finished step (its status, and "back to ROLE" when the edge 
 the work back: a back edge of the graph, found by a depth-first walk from `$START`), plus a line for each repair, suspension, resume and completion; these
 stay in the scrollback. Below, one status line redrawn a few times a second while a step runs:
 the current step and role, how long it has run, and the thread's elapsed time, tokens and cost
-so far. Tokens and cost grow when a step finishes (the provider reports usage per call).
+so far. Inside a step, the actor tells the view what happens (`RunOptions.on_progress`): the
+tool call running now with its main argument in short (`⚙ bash pytest -q`), and the step's
+tokens as they stream (`~` while a reply is still streaming: estimated, made exact when each
+model call ends); a rejected reply prints its line at once, and the status line counts the
+repair. Cost grows when a step finishes.
 
 The view only reads events; it never changes the thread. While a person answers for a human
 role on this terminal, the status line is taken down so the questions are not drawn over.
@@ -26,6 +30,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ..actors.progress import Progress, ProgressKind
 from ..core.events import (
     AttemptRejected,
     HumanWaiting,
@@ -119,6 +124,8 @@ class LiveView:
         self.role: str | None = None
         self.step_started = self.started
         self.repairs = 0
+        self.inside: Progress | None = None  # the latest word from inside the step in flight
+        self.tool: Progress | None = None  # the step's latest tool call
         self.paused = False
         self._live: Live | None = None
         self._spinner: Any = None
@@ -175,19 +182,23 @@ class LiveView:
                 self.step, self.role = event.step, event.role
                 self.step_started = self.clock()
                 self.repairs = 0
+                self.inside = self.tool = None
                 role = self.graph.roles.get(event.role)
                 if self.interactive and role is not None and role.actor == "human":
                     self._pause_display()
             case StepCommitted():
+                self.inside = self.tool = None
                 self.tokens += tokens(event.usage)
                 self.step = self.role = None  # before printing: printing redraws the status
                 self.print(self.step_line(event, state))
             case AttemptRejected():
+                self.inside = self.tool = None  # the repair is a new call: counted afresh
                 self.tokens += tokens(event.usage)
                 self.repairs += 1
                 self.print(self.note_line(event, state, "yellow"))
             case ThreadSuspended() | HumanWaiting():
                 # A step that failed may still have spent tokens (ThreadSuspended.usage).
+                self.inside = self.tool = None
                 self.tokens += tokens(getattr(event, "usage", None))
                 self.step = self.role = None
                 self.print(self.note_line(event, state, "yellow"))
@@ -202,6 +213,14 @@ class LiveView:
         line = child_line(thread_id, stored, state)
         if line:
             self.print(Text(line, style="dim"))
+
+    def progress(self, news: Progress) -> None:
+        """An `on_progress` callback: what happens inside the step in flight (not recorded)."""
+        if news.step != self.step:
+            return
+        self.inside = news
+        if news.kind == ProgressKind.TOOL:
+            self.tool = news
 
     def print(self, line: Text) -> None:
         # With a Live display up, console.print goes above it and stays in the scrollback.
@@ -250,10 +269,15 @@ class LiveView:
             line.append(clock_text(now - self.step_started))
             if self.repairs:
                 line.append(f" (repair {self.repairs})", style="yellow")
+            if self.tool is not None:
+                call = f"{self.tool.tool} {self.tool.argument}".strip()
+                line.append(f"  ⚙ {call}", style="magenta")
         else:
             line.append("between steps", style="dim")
         line.append("   │  ", style="dim")
-        totals = f"thread {clock_text(now - self.started)} · {self.tokens:,} tok"
+        inside = self.inside.tokens if self.inside is not None else 0
+        about = "~" if self.inside is not None and self.inside.estimated else ""
+        totals = f"thread {clock_text(now - self.started)} · {about}{self.tokens + inside:,} tok"
         if self.cost:  # replays and unpriced models have none to show
             totals += f" · {money(self.cost)}"
         line.append(totals, style="dim")

@@ -63,6 +63,11 @@ from .session import cli_session, fail_session, note
     help="Play a recording instead of calling models.",
 )
 @click.option(
+    "--pace",
+    is_flag=True,
+    help="With --replay: play each step at its recorded pace, to watch it (Ctrl-C stops).",
+)
+@click.option(
     "--max-steps", type=click.IntRange(min=1), default=None, help="Override limits.max_steps."
 )
 @click.option(
@@ -103,6 +108,7 @@ def run(
     in_place: bool,
     model: str | None,
     replay_path: Path | None,
+    pace: bool,
     max_steps: int | None,
     batch_path: Path | None,
     concurrency: int,
@@ -130,6 +136,8 @@ def run(
     session = cli_session(store_dir, temporal, task_queue)
     if batch_path is not None and (task is not None or replay_path is not None):
         fail("--batch takes its inputs from the file: no TASK and no --replay")
+    if pace and replay_path is None:
+        fail("--pace plays a recording at its recorded pace: add --replay RECORDING")
     recording = _recording(replay_path, graph) if replay_path is not None else None
     # The command's own words first (an unreadable -i @FILE), then the machine (a key, a sandbox).
     values = thread_inputs(graph, task, inputs, recording) if batch_path is None else {}
@@ -154,7 +162,10 @@ def run(
             )
         )
     options = RunOptions(
-        max_steps=max_steps, model=model, interactive=sys.stdin.isatty() and not as_json
+        max_steps=max_steps,
+        model=model,
+        interactive=sys.stdin.isatty() and not as_json,
+        replay_pace=1.0 if pace else 0.0,
     )
     try:
         started = session.start(

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..actors.progress import OnProgress
 from ..core.events import SuspendKind, ThreadStatus
 from ..core.state import ThreadState
 from ..spec.models import Role
@@ -23,10 +24,12 @@ class RunOptions:
     model: str | None = None  # --model: overrides every role's model
     on_event: OnEvent | None = None
     on_child_event: OnChildEvent | None = None  # events of subgraph children, any depth
+    on_progress: OnProgress | None = None  # inside a step: tokens, tool calls (not recorded)
     max_retries: int = 2  # the provider SDK's own retries
     timeout: float = 600.0  # seconds per provider call
     interactive: bool = False  # a human role may ask on this terminal
     poll_seconds: float = 1.0  # how often a running thread looks for a cancel from elsewhere
+    replay_pace: float = 0.0  # --pace: a replay at its recorded pace (1.0), N times faster (N)
 
 
 @dataclass

@@ -187,7 +187,8 @@ def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Await
     if role.graph is not None:
         return run_child(thread, command, actor_for, advance)
     plan = plan_step(thread.graph, thread.state, command, thread.options.model)
-    return perform_step(plan, role, thread.workspace_root(), actor_for(command.role, role))
+    actor = actor_for(command.role, role)
+    return perform_step(plan, role, thread.workspace_root(), actor, thread.options.on_progress)
 
 
 async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Outcome | None:

@@ -52,6 +52,7 @@ from ..store.base import (
     default_store_dir,
 )
 from ..store.sqlite import SqliteStore
+from ..telemetry import traced
 from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from ..workspace_git import (
     Worktree,
@@ -267,7 +268,8 @@ class Session:
                     f"the thread's worktree cannot be used: {exc}", usage=False
                 ) from None
         if replay is not None:
-            replay_actor = ReplayActor(replay)
+            pace = options.replay_pace if options is not None else 0.0
+            replay_actor = ReplayActor(replay, pace=pace)
             actor_for = lambda name, role: replay_actor  # noqa: E731
         finished: dict[str, dict[str, Any]] = {}
 
@@ -275,15 +277,16 @@ class Session:
             if tree is not None:
                 finished["worktree"] = self._finish(graph, result, tree)
 
-        result = await advance(
-            graph,
-            self.store,
-            thread_id,
-            actor_for=actor_for,
-            options=options,
-            first=first,
-            finish=commit,
-        )
+        with traced(graph, thread_id, options) as options:  # OpenTelemetry, when asked for
+            result = await advance(
+                graph,
+                self.store,
+                thread_id,
+                actor_for=actor_for,
+                options=options,
+                first=first,
+                finish=commit,
+            )
         if tree is not None:  # a thread ended by another process commits nothing: where it is
             result.worktree = finished.get("worktree") or self._finish(graph, result, tree)
         return result
@@ -386,8 +389,10 @@ class Session:
     def threads(self, state: str | None = None) -> list[ThreadRow]:
         return self.store.threads(state)
 
-    def events(self, thread_id: str) -> list[StoredEvent]:
-        return self.store.events(thread_id)
+    def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
+        """The thread's events, or those with a sequence number above `after` (a watcher's
+        next read: the web page's live updates)."""
+        return self.store.events(thread_id, after)
 
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.store.events(thread_id)])
@@ -412,6 +417,11 @@ class Session:
         recorded. Raises Refused when the thread does not wait for an answer at all."""
         graph, leaf = self.waiting_leaf(graph, thread_id)
         return answer_errors(graph, self.state(leaf), text)
+
+    def graph_of(self, row: ThreadRow) -> Graph | None:
+        """The thread's graph to show (its file, else as it was when the thread started), or
+        None when neither loads; nothing is linted or noted, unlike `graph_for`."""
+        return self._graph_quietly(row)
 
     def _graph_quietly(self, row: ThreadRow) -> Graph | None:
         try:

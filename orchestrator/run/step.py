@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..actors.base import ActorError, ActRequest, Attempt, HistoryItem, HumanNeeded, Visit
+from ..actors.progress import OnProgress
 from ..core import context
 from ..core.commands import RunStep
 from ..core.events import SuspendKind
@@ -49,7 +50,9 @@ class StepPlan:
     temperature: float | None = None
     graph_name: str = ""
 
-    def request(self, role: Role, workspace: Path) -> ActRequest:
+    def request(
+        self, role: Role, workspace: Path, progress: OnProgress | None = None
+    ) -> ActRequest:
         return ActRequest(
             thread_id=self.thread_id,
             step=self.step,
@@ -65,6 +68,7 @@ class StepPlan:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             graph_name=self.graph_name,
+            progress=progress,
         )
 
 
@@ -98,8 +102,11 @@ def plan_step(
     )
 
 
-async def perform_step(plan: StepPlan, role: Role, root: Path, actor: Any) -> Outcome:
-    """Ask the actor; its reply, or why there is none, as an outcome.
+async def perform_step(
+    plan: StepPlan, role: Role, root: Path, actor: Any, progress: OnProgress | None = None
+) -> Outcome:
+    """Ask the actor; its reply, or why there is none, as an outcome. `progress` is told what
+    happens during the step (actors that can tell: tokens, tool calls), for a display.
 
     `root` is the thread's workspace, resolved. A cancellation (Ctrl-C, a cancel from elsewhere,
     a Temporal activity cancelled) goes through to the caller, which knows what it means.
@@ -121,7 +128,7 @@ async def perform_step(plan: StepPlan, role: Role, root: Path, actor: Any) -> Ou
         return PreconditionFailed(plan.step, tuple(failures))
     started = time.monotonic()
     try:
-        reply = await actor.play(plan.request(role, workspace))
+        reply = await actor.play(plan.request(role, workspace, progress))
     except HumanNeeded:
         return NeedsPerson(plan.step)
     except ActorError as exc:

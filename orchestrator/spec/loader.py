@@ -371,7 +371,9 @@ def build_graph(
                     broken.add(name)
             merged[name] = raw
         data = {**data, "roles": merged}
-    children = _load_subgraphs(data, smap, path, stack, problems)
+    children = subgraphs.load_subgraphs(
+        data, smap, path, stack, problems, _load_child, bundled_graphs_dir()
+    )
 
     def locate(p: tuple[str | int, ...], key: bool) -> tuple[str, int, int]:
         return smap.where(p, key=key)
@@ -396,81 +398,10 @@ def build_graph(
     return graph
 
 
-def _load_subgraphs(
-    data: dict[str, Any],
-    smap: SourceMap,
-    path: Path | None,
-    stack: tuple[Path, ...],
-    problems: list[Problem],
-) -> dict[str, Graph]:
-    """Load the graph of every subgraph role; give each role the contract of its endings."""
-    roles = data.get("roles")
-    if not isinstance(roles, dict):
-        return {}
-    children: dict[str, Graph] = {}
-    here = (*stack, path.resolve()) if path is not None else stack
-    for name, raw in list(roles.items()):
-        if not isinstance(raw, dict) or not isinstance(raw.get("graph"), str):
-            continue
-        where = smap.at(("roles", name, "graph"))
-        given = [k for k in ("frontmatter", "goal") if k in raw]
-        if given:
-            line, col = smap.at(("roles", name, given[0]), key=True)
-            problems.append(
-                Problem(
-                    smap.file,
-                    line,
-                    col,
-                    "bad-type",
-                    "error",
-                    f"role '{name}' runs a subgraph; its contract comes from that graph's "
-                    f"endings, so it has no {' or '.join(given)} of its own",
-                )
-            )
-            continue
-        found = subgraphs.find_child(raw["graph"], path, bundled_graphs_dir())
-        if found is None:
-            problems.append(
-                Problem(
-                    smap.file,
-                    *where,
-                    "unknown-graph",
-                    "error",
-                    f"role '{name}' runs graph '{raw['graph']}', which cannot be found",
-                    "a name is looked up beside this file, in ./graphs/ and in the bundled "
-                    "graphs; a path is relative to this file",
-                )
-            )
-            continue
-        if found.resolve() in here:
-            chain = " -> ".join(
-                p.stem for p in (*here, found.resolve())[here.index(found.resolve()) :]
-            )
-            problems.append(
-                Problem(
-                    smap.file,
-                    *where,
-                    "graph-cycle",
-                    "error",
-                    f"role '{name}' runs graph '{raw['graph']}', which contains this graph "
-                    f"again ({chain})",
-                    "a graph cannot run itself through subgraphs",
-                )
-            )
-            continue
-        try:
-            child_data, child_smap = parse_yaml_file(found)
-            child = build_graph(child_data, child_smap, found, here)
-        except GraphError as err:
-            problems.extend(err.problems)
-            continue
-        children[name] = child
-        roles[name] = {
-            **raw,
-            "goal": child.description,
-            "frontmatter": subgraphs.contract_schema(child),
-        }
-    return children
+def _load_child(path: Path, stack: tuple[Path, ...]) -> Graph:
+    """A subgraph role's graph, with the chain of graphs that contain it."""
+    data, smap = parse_yaml_file(path)
+    return build_graph(data, smap, path, stack)
 
 
 def _apply_extends(

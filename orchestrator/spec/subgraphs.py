@@ -15,13 +15,16 @@ other.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..problems import GraphError, Problem
 from .reserved import END, GRAPH_SUFFIXES, START
 
 if TYPE_CHECKING:
     from .models import Graph
+    from .yamlpos import SourceMap
 
 
 def find_child(
@@ -73,3 +76,81 @@ def contract_schema(child: Graph) -> dict[str, Any]:
         }
         variants.append(variant)
     return {"oneOf": variants}
+
+
+def load_subgraphs(
+    data: dict[str, Any],
+    smap: SourceMap,
+    path: Path | None,
+    stack: tuple[Path, ...],
+    problems: list[Problem],
+    load: Callable[[Path, tuple[Path, ...]], Graph],
+    bundled: Path,
+) -> dict[str, Graph]:
+    """Load the graph of every subgraph role; give each role the contract of its endings."""
+    roles = data.get("roles")
+    if not isinstance(roles, dict):
+        return {}
+    children: dict[str, Graph] = {}
+    here = (*stack, path.resolve()) if path is not None else stack
+    for name, raw in list(roles.items()):
+        if not isinstance(raw, dict) or not isinstance(raw.get("graph"), str):
+            continue
+        where = smap.at(("roles", name, "graph"))
+        given = [k for k in ("frontmatter", "goal") if k in raw]
+        if given:
+            line, col = smap.at(("roles", name, given[0]), key=True)
+            problems.append(
+                Problem(
+                    smap.file,
+                    line,
+                    col,
+                    "bad-type",
+                    "error",
+                    f"role '{name}' runs a subgraph; its contract comes from that graph's "
+                    f"endings, so it has no {' or '.join(given)} of its own",
+                )
+            )
+            continue
+        found = find_child(raw["graph"], path, bundled)
+        if found is None:
+            problems.append(
+                Problem(
+                    smap.file,
+                    *where,
+                    "unknown-graph",
+                    "error",
+                    f"role '{name}' runs graph '{raw['graph']}', which cannot be found",
+                    "a name is looked up beside this file, in ./graphs/ and in the bundled "
+                    "graphs; a path is relative to this file",
+                )
+            )
+            continue
+        if found.resolve() in here:
+            chain = " -> ".join(
+                p.stem for p in (*here, found.resolve())[here.index(found.resolve()) :]
+            )
+            problems.append(
+                Problem(
+                    smap.file,
+                    *where,
+                    "graph-cycle",
+                    "error",
+                    f"role '{name}' runs graph '{raw['graph']}', which contains this graph "
+                    f"again ({chain})",
+                    "a graph cannot run itself through subgraphs",
+                )
+            )
+            continue
+        try:
+            child = load(found, here)
+        except GraphError as err:
+            problems.extend(err.problems)
+            continue
+        children[name] = child
+        roles[name] = {
+            **raw,
+            "goal": child.description,
+            "frontmatter": contract_schema(child),
+        }
+    return children

@@ -42,7 +42,7 @@ from ..core.steps import ThreadView, thread_view
 from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
-from ..problems import has_errors
+from ..problems import GraphError, has_errors
 from ..recording import Recording, recording_from_events
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_inputs
@@ -418,6 +418,14 @@ class TemporalSession:
                 + "\n".join(f"  - {c}" for c in changes or ["(only formatting or library roles)"])
             )
         return graph
+
+    def graph_of(self, row: ThreadRow) -> Graph | None:
+        """The graph the thread carries, to show (as Session.graph_of); None when no worker
+        answers for it."""
+        try:
+            return self.graph_for(row)
+        except (SessionError, GraphError, ValueError, RuntimeError):
+            return None
 
     async def _carried_by_id(self, thread_id: str, queue: str) -> dict[str, Any]:
         return await self._carried(await self._handle(thread_id), queue)

@@ -1,0 +1,318 @@
+"""`orchestrator serve`: the Starlette application, its routes, and its live feeds.
+
+Routes (all HTML unless said; every one behind `guard.Guard`):
+
+    GET  /                          the threads, filtered by `?state=` and `?graph=`
+    GET  /events                    server-sent events: the list changed
+    GET  /threads/ID                a thread's page
+    GET  /threads/ID/events         server-sent events: the thread's log grew (its new events)
+    POST /threads/ID/answer         answer for a waiting person (form fields from the contract)
+    POST /threads/ID/resume         resume, with an optional message
+    POST /threads/ID/cancel         cancel
+    GET  /static/style.css, app.js  the page's only assets, shipped in the package
+
+Threads are read through the session layer alone (`.threads`, `.thread`, `.events`, `.view`,
+`.question`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
+the local store's (`Session`) or, with `--temporal`, a `TemporalSession`, whose reading methods
+block on the network: they run on a worker thread, off the server's loop. The live feeds look at
+the threads' rows every `poll` seconds: a thread advanced by any process (the command line, a
+batch, this server, a Temporal worker) shows up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..core.outcomes import Refused
+from ..problems import GraphError
+from ..run.session import Session, SessionError, open_store
+from ..store.base import StoreError, ThreadRow
+from .answer_form import reply_from_form
+from .guard import ASGIApp, Guard
+from .html import error_page
+from .list_page import STATES, select, signature, threads_page
+from .runs import Runs, explain
+from .thread_page import AnswerState, Notice, thread_page
+
+if TYPE_CHECKING:
+    from ..temporal.session import TemporalSession
+
+    AnySession = Session | TemporalSession
+
+log = logging.getLogger("orchestrator")
+T = TypeVar("T")
+
+HEADERS = {
+    # Nothing but this server's own files: no inline script, no font or style from elsewhere.
+    "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    # The first URL holds the token on a non-loopback bind: it never leaves in a Referer. (Not
+    # "no-referrer": a browser then sends `Origin: null` with a form, which the guard refuses.)
+    "referrer-policy": "same-origin",
+    "cache-control": "no-store",
+}
+ASSETS = {"style.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8"}
+KEEPALIVE_S = 15.0
+
+
+def make_app(
+    store_dir: Path | None = None,
+    *,
+    temporal: TemporalSession | None = None,
+    token: str | None = None,
+    loopback: bool = True,
+    poll: float = 0.5,
+) -> ASGIApp:
+    """The web application over the store in `store_dir`, or over the threads of a
+    `TemporalSession`; `token` is required on every request when given; `loopback` checks the
+    Host header (see guard.py)."""
+    if temporal is not None:
+        web = Web(temporal, lambda: temporal, where=f"Temporal at {temporal.address}", poll=poll)
+    else:
+        assert store_dir is not None
+        web = Web(
+            Session(open_store(store_dir), notify=log.info),
+            lambda: Session(open_store(store_dir), notify=log.info),
+            where=str(store_dir),
+            poll=poll,
+        )
+    routes = [
+        Route("/", web.index),
+        Route("/events", web.list_events),
+        Route("/threads/{thread_id}", web.thread),
+        Route("/threads/{thread_id}/events", web.thread_events),
+        Route("/threads/{thread_id}/answer", web.answer, methods=["POST"]),
+        Route("/threads/{thread_id}/resume", web.resume, methods=["POST"]),
+        Route("/threads/{thread_id}/cancel", web.cancel, methods=["POST"]),
+        Route("/static/{name}", web.asset),
+    ]
+    app = Starlette(routes=routes, lifespan=web.lifespan)
+    return Guard(app, token=token, loopback=loopback)
+
+
+class Web:
+    def __init__(
+        self,
+        reader: AnySession,
+        open_session: Callable[[], AnySession],
+        *,
+        where: str,
+        poll: float,
+    ):
+        self.reader = reader
+        self.poll = poll
+        self.where = where
+        self.blocking = not isinstance(reader, Session)  # Temporal: reads wait on the network
+        self.runs = Runs(open_session, blocking=self.blocking)
+        folder = resources.files("orchestrator.web") / "static"
+        self.assets = {name: (folder / name).read_bytes() for name in ASSETS}
+
+    async def read(self, function: Callable[..., T], *args: Any) -> T:
+        """A session call: in place for the local store, on a worker thread for Temporal."""
+        if self.blocking:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        yield
+        await self.runs.close()
+        if isinstance(self.reader, Session):
+            self.reader.store.close()
+
+    # ------------------------------------------------------------------ pages
+
+    async def index(self, request: Request) -> Response:
+        state = request.query_params.get("state") or None
+        graph = request.query_params.get("graph") or None
+        if state is not None and state not in STATES:
+            return self._error("no such state", f"'{state}' is not one of {', '.join(STATES)}", 400)
+        try:
+            every = await self.read(self.reader.threads)
+        except (SessionError, StoreError) as exc:
+            return self._error("the store cannot be read", explain(exc), 500)
+        rows = [r for r in every if state is None or r.state == state]
+        graphs = sorted({r.graph for r in every})
+        html = threads_page(rows, state=state, graph=graph, graphs=graphs, where=self.where)
+        return _html(html)
+
+    async def thread(self, request: Request) -> Response:
+        row = await self._row(request)
+        if isinstance(row, Response):
+            return row
+        return await self._thread_page(row)
+
+    async def _thread_page(
+        self,
+        row: ThreadRow,
+        *,
+        notices: tuple[Notice, ...] = (),
+        answer: AnswerState | None = None,
+        status: int = 200,
+    ) -> Response:
+        try:
+            view = await self.read(self.reader.view, row.id)
+            graph = await self.read(self.reader.graph_of, row)
+            question = await self.read(self.reader.question, row.id, graph)
+        except (SessionError, StoreError) as exc:
+            return self._error("the thread cannot be read", explain(exc), 500)
+        failed = self.runs.errors.get(row.id)
+        if failed and not notices:
+            notices = (Notice(f"the last run from this page stopped: {failed}"),)
+        html = thread_page(
+            row,
+            view,
+            graph=graph,
+            question=question,
+            where=self.where,
+            running_here=self.runs.running(row.id),
+            notices=notices,
+            answer=answer,
+        )
+        return _html(html, status)
+
+    async def _row(self, request: Request) -> ThreadRow | Response:
+        thread_id = request.path_params["thread_id"]
+        try:
+            return await self.read(self.reader.thread, thread_id)
+        except SessionError as exc:
+            return self._error("no such thread", exc.message, 404)
+        except StoreError as exc:
+            return self._error("the store cannot be read", exc.message, 500)
+
+    def _error(self, title: str, message: str, status: int) -> Response:
+        return _html(error_page(title, message, where=self.where), status)
+
+    async def asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in self.assets:
+            return Response("not found\n", 404, media_type="text/plain")
+        return Response(self.assets[name], headers=HEADERS, media_type=ASSETS[name])
+
+    # ------------------------------------------------------------------ actions
+
+    async def answer(self, request: Request) -> Response:
+        row = await self._row(request)
+        if isinstance(row, Response):
+            return row
+        data = await _form(request)
+        question = await self.read(self.reader.question, row.id)
+        if question is None or str(question.step) != data.get("step", str(question.step)):
+            return await self._thread_page(
+                await self.read(self.reader.thread, row.id),
+                notices=(Notice("the thread no longer waits for this answer; nothing was sent"),),
+                status=409,
+            )
+        status, text, typed = reply_from_form(question, data)
+        try:
+            graph = await self.read(self.reader.graph_for, row)
+            errors = await self.read(self.reader.check_answer, graph, row.id, text)
+        except (SessionError, GraphError, Refused, StoreError) as exc:
+            return await self._thread_page(row, notices=(Notice(explain(exc)),), status=409)
+        if errors:
+            refused = AnswerState(status, errors, typed)
+            note = Notice("the answer does not fit the role's contract; nothing was recorded")
+            return await self._thread_page(row, notices=(note,), answer=refused, status=422)
+        failed = await self.runs.start(row.id, lambda s, g, o: s.answer(g, row.id, text, options=o))
+        return await self._after(row.id, failed)
+
+    async def resume(self, request: Request) -> Response:
+        row = await self._row(request)
+        if isinstance(row, Response):
+            return row
+        message = (await _form(request)).get("message", "").strip() or None
+        failed = await self.runs.start(
+            row.id, lambda s, g, o: s.resume(g, row.id, message=message, options=o)
+        )
+        return await self._after(row.id, failed)
+
+    async def cancel(self, request: Request) -> Response:
+        row = await self._row(request)
+        if isinstance(row, Response):
+            return row
+        try:
+            await self.read(self.reader.cancel, row.id, "cancelled from the web page")
+        except (SessionError, Refused, StoreError) as exc:
+            return await self._after(row.id, explain(exc))
+        return await self._after(row.id, None)
+
+    async def _after(self, thread_id: str, failed: str | None) -> Response:
+        if failed is None:  # the thread moved: show it (a GET, so a reload sends nothing again)
+            return RedirectResponse(f"/threads/{thread_id}", status_code=303)
+        row = await self.read(self.reader.thread, thread_id)
+        return await self._thread_page(row, notices=(Notice(failed),), status=409)
+
+    # ------------------------------------------------------------------ live feeds
+
+    async def thread_events(self, request: Request) -> Response:
+        row = await self._row(request)
+        if isinstance(row, Response):
+            return row
+        seen = {"seq": 0}
+
+        def probe() -> dict[str, object]:
+            now = self.reader.thread(row.id)
+            new = []
+            if now.seq > seen["seq"]:  # only then: on Temporal, reading the log is a query
+                new = [s for s in self.reader.events(row.id) if s.seq > seen["seq"]]
+            seen["seq"] = now.seq
+            kinds = [type(s.event).__name__ for s in new][-50:]
+            return {"seq": str(now.seq), "state": str(now.state), "events": kinds}
+
+        return self._feed(request, probe, key="seq")
+
+    async def list_events(self, request: Request) -> Response:
+        state = request.query_params.get("state") or None
+        graph = request.query_params.get("graph") or None
+
+        def probe() -> dict[str, object]:
+            rows = [r for r in self.reader.threads() if state is None or r.state == state]
+            return {"seq": signature(select(rows, graph)), "threads": len(rows)}
+
+        return self._feed(request, probe, key="seq")
+
+    def _feed(self, request: Request, probe: Callable[[], dict[str, object]], key: str) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            last: object = None
+            quiet = 0.0
+            while not await request.is_disconnected():
+                try:
+                    data = await self.read(probe)
+                except (SessionError, StoreError):  # a busy or failing store: look again
+                    data = {key: last}
+                if data[key] != last:
+                    last = data[key]
+                    quiet = 0.0
+                    yield f"event: change\ndata: {json.dumps(data)}\n\n"
+                elif quiet >= KEEPALIVE_S:
+                    quiet = 0.0
+                    yield ": still here\n\n"
+                await asyncio.sleep(self.poll)
+                quiet += self.poll
+
+        headers = {**HEADERS, "x-accel-buffering": "no"}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers=HEADERS)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """A url-encoded form's fields (the last value of each), without a multipart parser."""
+    raw = (await request.body()).decode("utf-8", errors="replace")
+    return {k: v[-1] for k, v in parse_qs(raw, keep_blank_values=True).items()}

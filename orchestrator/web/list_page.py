@@ -1,0 +1,98 @@
+"""The threads page: every thread of the store with its state, graph, steps, cost and age.
+
+Filters by state and by graph are plain GET parameters (`/?state=waiting&graph=solve-issue`),
+so a filtered view can be bookmarked. Newest threads come first: the one a person just started
+is the one they look for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from urllib.parse import urlencode
+
+from ..core.events import ThreadStatus
+from ..store.base import ThreadRow
+from .html import ago, badge, cost, esc, page
+
+STATES = [str(s) for s in ThreadStatus if s != ThreadStatus.NEW]
+
+
+def signature(rows: Sequence[ThreadRow]) -> str:
+    """A short digest of the rows' ids and event counts: it moves when any thread changes."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    for row in rows:
+        digest.update(f"{row.id}:{row.seq};".encode())
+    return digest.hexdigest()[:16]
+
+
+def select(rows: Sequence[ThreadRow], graph: str | None) -> list[ThreadRow]:
+    chosen = [r for r in rows if not graph or r.graph == graph]
+    return sorted(chosen, key=lambda r: r.created, reverse=True)
+
+
+def threads_page(
+    rows: Sequence[ThreadRow],
+    *,
+    state: str | None,
+    graph: str | None,
+    graphs: Sequence[str],
+    where: str,
+) -> str:
+    shown = select(rows, graph)
+    now = time.time()
+    body = ['<h1>Threads</h1><form class="filters" method="get" action="/">']
+    body.append(_choice("state", "every state", STATES, state))
+    body.append(_choice("graph", "every graph", graphs, graph))
+    body.append('<button type="submit">Filter</button>')
+    if state or graph:
+        body.append('<a href="/">clear</a>')
+    body.append("</form>")
+    body.append('<div data-live="threads">')
+    if not shown:
+        what = " ".join(x for x in (state, graph and f"of graph {graph}") if x)
+        body.append(f'<p class="empty">no threads{(" " + esc(what)) if what else ""} yet.</p>')
+        body.append(
+            "<p>Start one with <code>orchestrator run GRAPH</code>; it appears here while it "
+            "runs.</p>"
+        )
+    else:
+        body.append(
+            '<table class="threads"><thead><tr><th>thread</th><th>graph</th><th>state</th>'
+            '<th class="num">steps</th><th class="num">tokens</th><th class="num">cost</th>'
+            "<th>started</th><th>last event</th><th>why</th></tr></thead><tbody>"
+        )
+        for row in shown:
+            body.append(_row(row, now))
+        body.append("</tbody></table>")
+    body.append(f'<p class="facts">{len(shown)} of {len(rows)} threads</p></div>')
+    query = urlencode({k: v for k, v in (("state", state), ("graph", graph)) if v})
+    feed = "/events" + (f"?{query}" if query else "")
+    return page("threads", "".join(body), where=where, feed=feed, seq=signature(shown))
+
+
+def _choice(name: str, everything: str, options: Sequence[str], chosen: str | None) -> str:
+    out = [f'<label>{esc(name)} <select name="{esc(name)}" data-autosubmit>']
+    out.append(f'<option value="">{esc(everything)}</option>')
+    for option in options:
+        selected = " selected" if option == chosen else ""
+        out.append(f'<option value="{esc(option)}"{selected}>{esc(option)}</option>')
+    out.append("</select></label>")
+    return "".join(out)
+
+
+def _row(row: ThreadRow, now: float) -> str:
+    why = row.reason if row.reason and row.state != ThreadStatus.COMPLETED else ""
+    if len(why) > 90:
+        why = why[:89] + "…"
+    return (
+        f'<tr data-thread="{esc(row.id)}">'
+        f'<td class="mono"><a href="/threads/{esc(row.id)}">{esc(row.id)}</a></td>'
+        f"<td>{esc(row.graph)}</td><td>{badge(str(row.state))}</td>"
+        f'<td class="num">{row.steps}</td>'
+        f'<td class="num">{row.input_tokens + row.output_tokens:,}</td>'
+        f'<td class="num">{cost(row.cost_usd)}</td>'
+        f"<td>{esc(ago(row.created, now))}</td><td>{esc(ago(row.updated, now))}</td>"
+        f"<td>{esc(why)}</td></tr>"
+    )

@@ -1,0 +1,120 @@
+"""The threads this server advances: a resume or an answer given on the page runs here.
+
+Each runs as an asyncio task on the server's loop, through its own `Session` (its own store
+connection), exactly as `threads resume` / `threads answer` run it: the thread's graph, loaded
+and linted, its roles' own actors, the lease that keeps a second process out, the work committed
+on the thread's branch when it completes. A request returns once the thread has moved (its
+request judged and recorded) or the run has ended, so the page that follows shows the answer
+taken, or the reason it was refused.
+
+Stopping the server cancels the tasks: the runner then records the interruption, and the threads
+are left resumable, as after Ctrl-C on the command line. On Temporal (a `TemporalSession`, shared
+and never closed here), the request goes to the thread's workflow and the task follows it; the
+session's reading methods block on the network, so they run on a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.outcomes import Refused
+from ..problems import GraphError
+from ..run.options import RunOptions, ThreadResult
+from ..run.session import Session, SessionError
+from ..spec.models import Graph
+from ..store.base import StoreError, ThreadBusy
+
+if TYPE_CHECKING:
+    from ..temporal.session import TemporalSession
+
+    AnySession = Session | TemporalSession
+
+log = logging.getLogger("orchestrator")
+
+Action = Callable[[Any, Graph, RunOptions], Awaitable[ThreadResult]]
+SETTLE_POLL = 0.05  # seconds between looks at the store while a request is being judged
+SETTLE_LIMIT = 200  # looks, at most, before the page is shown anyway (the run goes on)
+
+
+def explain(exc: BaseException) -> str:
+    """A refused or failed request as one sentence for the page."""
+    match exc:
+        case SessionError() | Refused() | StoreError():
+            return exc.message
+        case ThreadBusy():
+            return "another process is running this thread; it continues there"
+        case GraphError():
+            return "the thread's graph cannot be loaded: " + "; ".join(
+                p.format() for p in exc.problems
+            )
+    return f"the run stopped on an unexpected error: {exc!r} (see the server's output)"
+
+
+class Runs:
+    def __init__(self, open_session: Callable[[], AnySession], *, blocking: bool = False):
+        self.open_session = open_session
+        self.blocking = blocking
+        self.tasks: dict[str, asyncio.Task[ThreadResult | None]] = {}
+        self.errors: dict[str, str] = {}  # the last failed run of each thread, for its page
+
+    def running(self, thread_id: str) -> bool:
+        task = self.tasks.get(thread_id)
+        return task is not None and not task.done()
+
+    async def start(self, thread_id: str, action: Action) -> str | None:
+        """Run `action` on the thread; None once it moved, else why it could not."""
+        if self.running(thread_id):
+            return "this server is already running this thread"
+        session = self.open_session()
+        try:
+            row = await self._read(session.thread, thread_id)
+            graph = await self._read(session.graph_for, row)
+            seen = row.seq
+        except (SessionError, GraphError, StoreError) as exc:
+            self._done_with(session)
+            return explain(exc)
+        self.errors.pop(thread_id, None)
+        task = asyncio.create_task(self._run(thread_id, action, session, graph))
+        self.tasks[thread_id] = task
+        for _ in range(SETTLE_LIMIT):
+            if task.done():
+                return self.errors.get(thread_id)
+            try:
+                if (await self._read(session.thread, thread_id)).seq > seen:
+                    return None
+            except (SessionError, StoreError):
+                pass
+            await asyncio.sleep(SETTLE_POLL)
+        return None
+
+    async def _read(self, function: Callable[..., Any], *args: Any) -> Any:
+        if self.blocking:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
+
+    def _done_with(self, session: AnySession) -> None:
+        if isinstance(session, Session):  # a local run's own connection
+            session.store.close()
+
+    async def _run(
+        self, thread_id: str, action: Action, session: AnySession, graph: Graph
+    ) -> ThreadResult | None:
+        try:
+            return await action(session, graph, RunOptions())
+        except Exception as exc:  # shown on the thread's page; the thread stays as it was left
+            self.errors[thread_id] = explain(exc)
+            if not isinstance(exc, (SessionError, Refused, StoreError, ThreadBusy, GraphError)):
+                log.exception("thread %s stopped on an unexpected error", thread_id)
+            return None
+        finally:
+            self._done_with(session)
+
+    async def close(self) -> None:
+        """Interrupt every run (each thread is left resumable) and wait for them to stop."""
+        tasks = [t for t in self.tasks.values() if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
