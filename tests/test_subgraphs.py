@@ -265,3 +265,13 @@ def test_inputs_the_child_refuses_suspend_the_parent_naming_them(graphs: Path) -
     assert trace.state == "suspended"
     assert "the inputs of graph 'child'" in (trace.reason or "")
     assert "issue" in (trace.reason or "")
+
+
+def test_the_thread_page_links_a_subgraph_step_to_its_child(graphs: Path) -> None:
+    from orchestrator.web.thread_page import _timeline
+
+    trace = simulate(
+        graphs, {"worker": [reply("fixed", summary="s")], "report": [reply(note="n")]}, {"task": "t"}
+    )
+    html = _timeline(Session(trace.store).view(trace.thread_id))
+    assert f'<a href="/threads/{trace.thread_id}.1">' in html

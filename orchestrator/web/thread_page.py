@@ -178,8 +178,7 @@ def _timeline(view: ThreadView) -> str:
 
 
 def _step(s: StepView, view: ThreadView) -> str:
-    in_flight = view.state.in_flight
-    running = not s.committed and in_flight is not None and in_flight.step == s.step
+    running = not s.committed and view.state.flight(s.step) is not None
     status = (
         f'<span class="status">→ {esc(s.status)}</span>'
         if s.status
@@ -206,6 +205,10 @@ def _step(s: StepView, view: ThreadView) -> str:
         n = len(s.all_attempts)
         facts.append(f"{n} rejected repl{'ies' if n != 1 else 'y'}")
     edge = f"from {s.source} via {s.edge_status}" if s.source else ""
+    if s.branch is not None:
+        edge += f" · branch {s.branch + 1}"
+    elif s.join:
+        edge += " · join"
     classes = "card step" + (" rejected-some" if s.all_attempts else "")
     parts = [
         f'<details class="{classes}" id="step-{s.step}" data-step="{s.step}" '
@@ -219,6 +222,8 @@ def _step(s: StepView, view: ThreadView) -> str:
     ]
     if s.location:
         parts.append(f"<p>in <code>{esc(s.location)}</code></p>")
+    if s.child:  # a subgraph role's step: its child thread has a page of its own
+        parts.append(f'<p>child thread <a href="/threads/{esc(s.child)}">{esc(s.child)}</a></p>')
     fields = {k: v for k, v in s.frontmatter.items() if k != "$status"}
     if fields:
         parts.append(_fields(fields))
