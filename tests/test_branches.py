@@ -252,15 +252,6 @@ def test_a_branch_waiting_for_a_person_lets_the_others_finish_then_the_thread_wa
     assert "page + api" in session.view(tid).committed[-1].prompt
 
 
-def test_temporal_refuses_a_graph_that_fans_out_before_anything_starts(graph_file: Path) -> None:
-    from orchestrator.run.session import SessionError
-    from orchestrator.temporal.session import TemporalSession
-
-    session = TemporalSession("127.0.0.1:1")  # never reached: the refusal comes first
-    with pytest.raises(SessionError, match="do not run on Temporal yet"):
-        session.preflight(load_graph(graph_file), workspace=graph_file.parent, replay=False)
-
-
 def test_a_graph_snapshot_with_fan_outs_reads_back_as_the_same_graph(graph_file: Path) -> None:
     """The store (and Temporal) keep a thread's graph as a snapshot; `as` must survive it."""
     from orchestrator.spec.models import Graph

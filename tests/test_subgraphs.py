@@ -271,7 +271,18 @@ def test_the_thread_page_links_a_subgraph_step_to_its_child(graphs: Path) -> Non
     from orchestrator.web.thread_page import _timeline
 
     trace = simulate(
-        graphs, {"worker": [reply("fixed", summary="s")], "report": [reply(note="n")]}, {"task": "t"}
+        graphs,
+        {"worker": [reply("fixed", summary="s")], "report": [reply(note="n")]},
+        {"task": "t"},
     )
     html = _timeline(Session(trace.store).view(trace.thread_id))
     assert f'<a href="/threads/{trace.thread_id}.1">' in html
+
+
+def test_temporal_refuses_a_graph_with_a_subgraph_role_before_anything_starts(graphs: Path) -> None:
+    from orchestrator.run.session import SessionError
+    from orchestrator.temporal.session import TemporalSession
+
+    session = TemporalSession("127.0.0.1:1")  # never reached: the refusal comes first
+    with pytest.raises(SessionError, match="subgraph roles do not run on Temporal yet"):
+        session.preflight(load_graph(graphs), workspace=graphs.parent, replay=False)

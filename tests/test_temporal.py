@@ -85,6 +85,57 @@ graph:
     approved: { role: $END, prompt: "Fixed: {{{comments}}}" }
 """
 
+FAN = """
+name: fan
+description: Two developers at once, then a reviewer.
+inputs:
+  type: object
+  properties:
+    issue: { type: string }
+    parts: { type: array, items: { type: string } }
+  required: [issue, parts]
+roles:
+  planner:
+    description: Plans
+    goal: You are the planner.
+    frontmatter:
+      type: object
+      properties:
+        $status: { enum: [ready] }
+        plan: { type: string }
+      required: [$status, plan]
+  developer:
+    description: Implements
+    goal: You are the developer.
+    frontmatter:
+      type: object
+      properties:
+        $status: { enum: [done] }
+        summary: { type: string }
+      required: [$status, summary]
+  reviewer:
+    description: Reviews
+    goal: You are the reviewer.
+    frontmatter:
+      type: object
+      properties:
+        $status: { enum: [approved] }
+        comments: { type: string }
+      required: [$status, comments]
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan: {{{$inputs.issue}}}" }
+  planner:
+    ready:
+      for_each: $inputs.parts
+      as: part
+      role: developer
+      prompt: "Implement {{{part}}} of {{{plan}}}"
+      join: { role: reviewer, prompt: "Review: {{#$branches}}{{{summary}}};{{/$branches}}" }
+  reviewer:
+    approved: { role: $END, prompt: "Fixed: {{{comments}}}" }
+"""
+
 REPLIES = {
     "planner": "---\n$status: ready\nplan: add a guard\n---\n",
     "developer": "---\n$status: done\nsummary: guard added\n---\n",
@@ -165,6 +216,7 @@ def project(tmp_path: Path) -> Project:
     project = Project(tmp_path)
     project.graph(FIX, "fix")
     project.graph(ASK, "ask")
+    project.graph(FAN, "fan")
     return project
 
 
@@ -290,6 +342,30 @@ def _replays_deterministically(address: str, thread_id: str) -> None:
 
 
 # --------------------------------------------------------------------------- a worker dies
+
+
+def test_branches_run_as_activities_and_join_in_branch_order(
+    cluster: Cluster, claude: Claude
+) -> None:
+    cluster.worker()
+    out = cluster.cli(
+        "run", "fan", "-i", "issue=crash", "-i", 'parts=["a","b","c"]', "--json", timeout=180
+    )
+    assert out.returncode == 0, out.stderr
+    result = lines(out)[-1]
+    assert result["state"] == "completed" and result["final"] == "Fixed: good"
+    shown = cluster.show(result["thread"])
+    steps = [(s["step"], s["role"], s.get("branch")) for s in shown["steps"]]
+    assert steps == [
+        (1, "planner", None),
+        (2, "developer", 0),
+        (3, "developer", 1),
+        (4, "developer", 2),
+        (5, "reviewer", None),
+    ]
+    assert shown["steps"][2]["prompt"] == "Implement b of add a guard"
+    assert shown["steps"][4]["prompt"] == "Review: guard added;guard added;guard added;"
+    assert claude.calls == {"planner": 1, "developer": 3, "reviewer": 1}
 
 
 def test_a_step_whose_worker_is_killed_runs_again_on_another(

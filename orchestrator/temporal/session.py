@@ -130,9 +130,7 @@ class TemporalSession:
         sandbox are the workers' (a step that lacks one suspends saying so)."""
         if replay:
             raise SessionError("--replay runs on this machine: drop --temporal to replay")
-        if any(r.graph for r in graph.roles.values()) or any(
-            e.fans_out for *_, e in graph.routes()
-        ):
+        if any(r.graph for r in graph.roles.values()):
             raise SessionError(NOT_ON_TEMPORAL, usage=False)
         problems = lint(graph)
         if has_errors(problems):

@@ -52,7 +52,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 with workflow.unsafe.imports_passed_through():
     from ..core import engine
     from ..core.commands import Idle, Record, RunBranches, RunStep, limits_for
-    from ..core.events import Event, SuspendKind, ThreadStatus, ThreadSuspended, event_from_dict
+    from ..core.events import Event, SuspendKind, ThreadStatus, event_from_dict
     from ..core.outcomes import (
         ActorFailed,
         Answered,
@@ -78,10 +78,7 @@ WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on 
 MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
 MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
-NOT_ON_TEMPORAL = (
-    "subgraph roles and parallel branches do not run on Temporal yet: run the thread without "
-    "--temporal"
-)
+NOT_ON_TEMPORAL = "subgraph roles do not run on Temporal yet: run the thread without --temporal"
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
 
 
@@ -151,8 +148,9 @@ class ThreadWorkflow:
         self.state = ThreadState()
         for stored in params.events:
             self._keep(stored, event_from_dict(stored["event"]))
-        self.step: asyncio.Task[Any] | None = None
-        self.stopped = False  # the step in flight was stopped by a cancel or an interrupt
+        self.activities: dict[int, asyncio.Task[Any]] = {}  # the steps in flight, by number
+        self.branches: dict[int, asyncio.Task[Outcome | None]] = {}  # branch steps running
+        self.stopped = False  # the steps in flight were stopped by a cancel or an interrupt
         self.lost = (0, 0)  # (step, how many times its worker was lost)
         self.memo: dict[str, Any] = {}
         self.memo_at = 0.0  # when the memo was last written, in workflow time
@@ -194,9 +192,20 @@ class ThreadWorkflow:
                 outcome = await self._run_step(command)
                 if outcome is not None:
                     self._judge(outcome)
-            case RunBranches():  # `run --temporal` refuses such graphs; a changed one may not
-                self._append(ThreadSuspended(NOT_ON_TEMPORAL, SuspendKind.CONFIG))
+            case RunBranches():
+                await self._run_branches(command)
         return True
+
+    async def _run_branches(self, command: RunBranches) -> None:
+        """Start the listed branches not running yet; judge those that end, in step order."""
+        for run in command.steps:
+            if run.step not in self.branches:
+                self.branches[run.step] = asyncio.ensure_future(self._run_step(run))
+        await workflow.wait_condition(lambda: any(t.done() for t in self.branches.values()))
+        for step in sorted(n for n, task in self.branches.items() if task.done()):
+            outcome = self.branches.pop(step).result()
+            if outcome is not None:
+                self._judge(outcome)
 
     async def _run_step(self, command: RunStep) -> Outcome | None:
         with host():
@@ -209,7 +218,7 @@ class ThreadWorkflow:
             )
         self._publish()
         self.stopped = False
-        self.step = workflow.start_activity(
+        activity = self.activities[command.step] = workflow.start_activity(
             ACTIVITY_NAME,
             request,
             start_to_close_timeout=STEP_TIMEOUT,
@@ -218,7 +227,7 @@ class ThreadWorkflow:
             summary=f"step {command.step}: {command.role}",
         )
         try:
-            result = await self.step
+            result = await activity
             with host():
                 return outcome_from_dict(result)
         except (ActivityError, asyncio.CancelledError) as exc:
@@ -228,7 +237,7 @@ class ThreadWorkflow:
                 raise asyncio.CancelledError() from None  # the workflow itself was cancelled
             return self._failed(command, exc)
         finally:
-            self.step = None
+            self.activities.pop(command.step, None)
 
     def _failed(self, command: RunStep, exc: ActivityError) -> Outcome:
         cause = exc.cause
@@ -279,12 +288,13 @@ class ThreadWorkflow:
 
     def _stop_step(self) -> None:
         """After a cancel or an interrupt: the step in flight has no reader any more."""
-        if self.step is not None and self.state.status != ThreadStatus.RUNNING:
+        if self.activities and self.state.status != ThreadStatus.RUNNING:
             self.stopped = True
-            self.step.cancel()
+            for activity in self.activities.values():
+                activity.cancel()
 
     def _quiet(self) -> bool:
-        return self.step is None and workflow.all_handlers_finished()
+        return not self.activities and not self.branches and workflow.all_handlers_finished()
 
     def _carry(self) -> ThreadInput:
         return ThreadInput(
