@@ -100,6 +100,12 @@ class Role(_Frozen):
     actor: Actor = "anthropic"
     max_repairs: int = Field(2, ge=0)
     memory: Literal["session", "fresh"] = "session"
+    memory_budget: int | None = Field(
+        None,
+        gt=0,
+        description="tokens of earlier visits a `memory: session` role is sent at most; the "
+        "oldest are left out first (default: defaults.memory_budget, else 100000)",
+    )
     sandbox: Sandbox | Literal["off"] = Field(
         default_factory=Sandbox,
         description="how the role's shell commands or agent process are confined; `off` runs "
@@ -151,6 +157,9 @@ class Defaults(_Frozen):
     model: str | None = None
     max_tokens: int | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0, le=1)
+    memory_budget: int | None = Field(
+        None, gt=0, description="the roles' `memory_budget` where they set none"
+    )
 
 
 class Limits(_Frozen):

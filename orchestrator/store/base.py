@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,8 +40,8 @@ class StoreError(Exception):
     """The store cannot be read or written: a full disk, a damaged file, a read-only folder.
 
     The message names the store's file and what to do. `kind` says which: `full`, `damaged`,
-    `unwritable`, `busy`, `io` or `other`. Whatever was saved before the error is kept: a
-    store writes each event in its own transaction, which either happens whole or not at all.
+    `unwritable`, `busy`, `io` or `other`. Whatever was saved before the error is kept: an
+    event is saved by a transaction, which either happens whole or not at all.
     """
 
     def __init__(self, message: str, kind: str = "other"):
@@ -132,6 +133,13 @@ class EventStore(Protocol):
     def append(
         self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
     ) -> StoredEvent: ...
+
+    def append_future(
+        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
+    ) -> Future[StoredEvent]:
+        """`append` without waiting: the future resolves once the event is committed (or fails
+        as `append` would). The runner awaits it, so the event loop never blocks on a commit."""
+        ...
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         """The thread's events with a sequence number above `after`, in order."""

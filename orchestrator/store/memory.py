@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
@@ -72,6 +73,17 @@ class MemoryStore:
             seq=seq,
         )
         return stored
+
+    def append_future(
+        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
+    ) -> Future[StoredEvent]:
+        """`append`, done at once: a future that is already resolved."""
+        future: Future[StoredEvent] = Future()
+        try:
+            future.set_result(self.append(thread_id, seq, event, summary))
+        except (ThreadBusy, ThreadNotFound) as exc:
+            future.set_exception(exc)
+        return future
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         if thread_id not in self._events:
