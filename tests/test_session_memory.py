@@ -115,3 +115,43 @@ def test_a_role_visited_200_times_stays_within_its_budget(
     ]
     assert marked == [len(bodies[-1]["messages"]) - 3, len(bodies[-1]["messages"]) - 1]
     store.close()
+
+
+def test_prompt_too_long_shrinks_the_conversation_and_asks_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make_graph: Any
+) -> None:
+    rounds = 30
+    graph = GRAPH.replace(f"memory_budget: {BUDGET}", "memory_budget: 100000").replace(
+        f"max_steps: {VISITS + 5}, max_visits: {VISITS + 5}", "max_steps: 40, max_visits: 40"
+    )
+    with fake_server(monkeypatch, max_prompt_tokens=2500) as server:
+        visits = iter(range(1, rounds + 1))
+
+        def answer(body: dict[str, Any]) -> FakeResponse:
+            n = next(visits)
+            status = "done" if n == rounds else "again"
+            return FakeResponse.text(f"---\n$status: {status}\nnote: n{n}\n---\n" + "work " * 60)
+
+        server.handler = answer
+        store = SqliteStore(tmp_path / "store")
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        result = run_thread(
+            make_graph(graph),
+            {"task": "a long job"},
+            store=store,
+            workspace=workspace,
+            options=RunOptions(max_retries=0, timeout=10),
+        )
+        # The budget (100,000 tokens) is larger than this model's window (2,500 here): the API
+        # refuses the long prompts, the actor drops the older half of the visits and asks again.
+        assert result.state == "completed" and result.steps == rounds, result.reason
+        bodies = server.message_requests
+        assert len(bodies) > rounds  # some were refused as too long, then sent shorter
+        notes = [
+            b
+            for b in bodies
+            if "conversation was too long for the model" in _text(b["messages"][0]["content"])
+        ]
+        assert notes
+        store.close()

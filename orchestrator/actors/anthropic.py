@@ -4,8 +4,10 @@ Theory of operation. One `play()` is one step of a thread:
 
 1. Build the conversation from the request alone (the actor keeps no state that matters, so a
    resumed thread sends the same bytes): for `memory: session` the role's earlier visits as
-   user/assistant pairs, then this visit's message, then, when repairing, each rejected reply as
-   an assistant turn followed by the errors as a user turn.
+   user/assistant pairs (already kept within the role's budget: run/memory.py), then this
+   visit's message, then, when repairing, each rejected reply as an assistant turn followed by
+   the errors as a user turn. Should the API still answer "prompt is too long", the older half
+   of the earlier visits is dropped, with a note, and the call made again (until none is left).
 2. Call the Messages API (streaming by default, so long replies are not cut by HTTP timeouts).
    When the model stops for `tool_use`, run each tool in the workspace (`orchestrator.tools`),
    send the results back and call again, at most `max_tool_rounds` times.
@@ -171,6 +173,7 @@ class AnthropicActor:
         tools = tool_definitions(role)
         message = visit_message(request, self.history_budget)
         conversation = build_conversation(request, message)
+        earlier = len(request.previous_visits)  # the visits at the head of the conversation
         toolbox = ToolBox(
             request.workspace,
             role.tools,
@@ -191,7 +194,14 @@ class AnthropicActor:
                 tools=tools,
                 conversation=conversation,
             )
-            reply = await self._call(client, params)
+            try:
+                reply = await self._call(client, params)
+            except Exception as exc:
+                shrunk = shrink_conversation(conversation, earlier) if too_long(exc) else None
+                if shrunk is None:
+                    raise
+                conversation, earlier = shrunk  # and ask again, with half the earlier visits
+                continue
             usage = usage + _usage(reply)
             spent.model, spent.usage = model, usage
             if reply.stop_reason != "tool_use" or not any(
@@ -365,6 +375,33 @@ def build_conversation(request: ActRequest, message: str) -> list[dict[str, Any]
         turns.append({"role": "assistant", "content": attempt.reply or "(empty reply)"})
         turns.append({"role": "user", "content": repair_message(attempt.errors, request.role)})
     return turns
+
+
+def too_long(exc: BaseException) -> bool:
+    """The API's answer to a prompt longer than the model's context window."""
+    return getattr(exc, "status_code", None) == 400 and "prompt is too long" in str(exc)
+
+
+def shrink_conversation(
+    conversation: list[dict[str, Any]], earlier: int
+) -> tuple[list[dict[str, Any]], int] | None:
+    """The conversation without the older half of its `earlier` visits, and a note saying so;
+    None when there is no earlier visit left to drop (the prompt is too long by itself)."""
+    if earlier <= 0:
+        return None
+    drop = (earlier + 1) // 2
+    kept = conversation[2 * drop :]
+    note = (
+        f"[{drop} more of your earlier visits in this thread are left out here: the "
+        "conversation was too long for the model.]"
+    )
+    first = kept[0]
+    content = first["content"]
+    if isinstance(content, str):
+        kept[0] = {**first, "content": f"{note}\n\n{content}"}
+    else:  # the turn is blocks (a tool round): the note goes before them
+        kept[0] = {**first, "content": [{"type": "text", "text": note}, *content]}
+    return kept, earlier - drop
 
 
 def request_params(
