@@ -242,6 +242,8 @@ def may_defer(graph: Graph, event: Event) -> bool:
 async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Outcome | None:
     """Call the actor for the step in flight; its outcome, or None if the thread ended meanwhile."""
     role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
+    if thread.deferred_failed():
+        await thread.flush()  # raises why: the step's StepStarted could not be saved
     plan = plan_step(thread.graph, thread.state, command, thread.options.model, thread.memory)
     actor = actor_for(command.role, role)
     thread.step_task = asyncio.ensure_future(
