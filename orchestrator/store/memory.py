@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.events import Event, ThreadStarted, ThreadStatus
 from ..core.state import ThreadSummary
-from .base import Owner, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow
+from .base import Owner, Resolved, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow
 
 
 class MemoryStore:
@@ -78,12 +78,10 @@ class MemoryStore:
         self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
     ) -> Future[StoredEvent]:
         """`append`, done at once: a future that is already resolved."""
-        future: Future[StoredEvent] = Future()
         try:
-            future.set_result(self.append(thread_id, seq, event, summary))
+            return Resolved(self.append(thread_id, seq, event, summary))
         except (ThreadBusy, ThreadNotFound) as exc:
-            future.set_exception(exc)
-        return future
+            return Resolved(error=exc)
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         if thread_id not in self._events:
