@@ -30,6 +30,7 @@ from ..spec.models import Graph, Role
 from .actors import model_settings
 from .memory import DEFAULT_BUDGET, SessionMemory, dropped_note, session_window
 from .preconditions import afailing
+from .warmup import sdk_imported
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,8 @@ async def perform_step(plan: StepPlan, role: Role, root: Path, actor: Any) -> Ou
     failures = await afailing(role.requires, workspace)
     if failures:
         return PreconditionFailed(plan.step, tuple(failures))
+    if getattr(actor, "kind", "") == "anthropic":
+        await sdk_imported()  # the rest of a background import is start-up, not this step
     started = time.monotonic()
     try:
         reply = await actor.play(plan.request(role, workspace))

@@ -215,8 +215,12 @@ class Graph(_Frozen):
                 del role["sandbox"]
             if role.get("requires") == []:
                 del role["requires"]
+            if role.get("memory_budget") is None:
+                role.pop("memory_budget", None)
         if data.get("requires") == []:
             del data["requires"]
+        if data.get("defaults", {}).get("memory_budget", 0) is None:
+            del data["defaults"]["memory_budget"]
         for by_status in data["graph"].values():
             for route in by_status.values():
                 for edge in route if isinstance(route, list) else [route]:
