@@ -12,7 +12,8 @@ connections, 100 kept alive) and an asyncio.Semaphore in place of the batch's li
 The fake server runs in its own process (a ThreadingHTTPServer, one thread per connection), so
 it does not compete with the client for the GIL: with a real API the server is elsewhere too.
 The machine's cores are shared, so at high concurrency both sides are bound by the CPU; the
-ratio is what the goal is about (the orchestrator at least 80% of the raw SDK's throughput).
+ratio is what the goal is about (the orchestrator durable at least 90% of the raw SDK's
+throughput, in memory at least 95%).
 
     python bench/concurrency.py [--levels 1,10,50,100,200] [--latency 0.05] [--threads-per-slot 3]
                                 [--stores sqlite,memory] [--repeat 2]
@@ -305,14 +306,15 @@ def main() -> None:
                         f"{calls / wall:>8.1f} {cpu / calls * 1000:>7.2f} {ratio:>7.0%}",
                         flush=True,
                     )
-                    if ratio < 0.8:
-                        misses.append(f"{name} at {level}: {ratio:.0%}")
+                    goal = 0.9 if name.endswith("sqlite") else 0.95
+                    if name != "raw SDK" and ratio < goal:
+                        misses.append(f"{name} at {level}: {ratio:.0%} (goal {goal:.0%})")
             ceiling = ", ".join(
                 f"{level}: {level / (STEPS_PER_THREAD * args.latency):.0f}" for level in levels
             )
             print(f"\nlatency-bound ceiling, threads/s (concurrency / (3 x latency)): {ceiling}")
             print(
-                "goal (orchestrator >= 80% of the raw SDK's threads/s): "
+                "goal (orchestrator >= 90% of the raw SDK's threads/s durable, 95% in memory): "
                 + ("met at every level" if not misses else "not met for " + "; ".join(misses))
             )
         finally:

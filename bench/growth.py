@@ -8,8 +8,10 @@ growth. The mean also carries the rare slow step (a WAL checkpoint, a GC pass).
     python bench/growth.py [--sizes 10,100,1000,10000] [--memory fresh|session]
 
 `--memory session` makes the looping role continue its own conversation: each request then
-carries the role's earlier visits (what the model is sent grows by design, as does the work of
-handing them to the actor), so that variant is expected to grow with the role's visit count.
+carries the role's earlier visits, kept within the role's `memory_budget` (run/memory.py). The
+runner keeps each role's visits and their running sizes as the thread grows, so planning a step
+costs the same at visit 10 and 10,000; what is handed to the actor grows until the budget is
+reached (the model's own input, now bounded), then stays flat.
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ def main() -> None:
         f"{'last/first':>10}"
     )
     ratios = []
+    lasts: list[tuple[int, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         steps.run(10, "sqlite", Path(tmp))  # warm-up
         for n in (int(s) for s in args.sizes.split(",")):
             mean, first, last = steps.run(n, "sqlite", Path(tmp))
             ratios.append((n, last / first))
+            lasts.append((n, last))
             print(
                 f"{n:>6} {mean * 1e6:>13.0f} {first * 1e6:>13.0f} {last * 1e6:>12.0f} "
                 f"{last / first:>10.2f}"
@@ -48,6 +52,11 @@ def main() -> None:
     n, worst = ratios[-1]
     verdict = "flat" if worst < 1.25 else "grows"
     print(f"\n{verdict}: a step late in a {n}-step thread costs {worst:.2f}x an early one")
+    (small, at_small), (big, at_big) = lasts[0], lasts[-1]
+    print(
+        f"a late step at {big} steps costs {at_big / at_small:.2f}x a late step at {small} "
+        f"steps (goal <= 1.1x)"
+    )
 
 
 if __name__ == "__main__":

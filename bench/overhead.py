@@ -17,7 +17,8 @@ records every step as events (StepStarted, StepCommitted with the whole reply) i
 The peers do it by hand in their nodes/actions, in the cheapest way a person would write it, and
 keep only what routing needs in their state. Persistence:
 
-    orchestrator + SqliteStore   durable: 2 events per step, one transaction each
+    orchestrator + SqliteStore   durable: 2 events per step, committed by the store's writer
+                                 thread (in one transaction when the role only asks a model)
     orchestrator + MemoryStore   the same events, in a list
     LangGraph, no checkpointer   StateGraph, conditional edges
     LangGraph + InMemorySaver    a checkpoint per superstep, in memory
@@ -29,8 +30,8 @@ keep only what routing needs in their state. Persistence:
 
 Every SQLite database is in WAL mode with synchronous=NORMAL (the orchestrator's setting), in a
 temporary directory on the same disk. Each variant runs `--repeat` times after a warm-up; the
-median is printed. Goal: the orchestrator with durable SQLite costs at most LangGraph without
-any persistence.
+median is printed. Goal: the orchestrator with durable SQLite costs at most 0.6x LangGraph
+without any persistence.
 
     python bench/overhead.py [--steps 1000] [--repeat 5] [--history]
 
@@ -422,10 +423,10 @@ def main() -> None:
         for label, value in results.items():
             print(f"  {label:<38} {value / ours:>6.2f}x")
     if ours and base:
-        verdict = "met" if ours <= base else "not met"
+        verdict = "met" if ours <= 0.6 * base else "not met"
         print(
-            f"\ngoal (orchestrator + SqliteStore <= LangGraph without persistence): {verdict} "
-            f"({ours:.0f} vs {base:.0f} µs/step)"
+            f"\ngoal (orchestrator + SqliteStore <= 0.6x LangGraph without persistence): "
+            f"{verdict} ({ours:.0f} vs {base:.0f} µs/step: {ours / base:.2f}x)"
         )
 
 

@@ -8,7 +8,10 @@ thread, the share read from cache, the price per step at the default model's lis
 the orchestrator's own time per step (fake latency is zero, so this is all overhead: prompt
 assembly, SDK, HTTP on loopback, extraction, SQLite).
 
-    python bench/tokens.py [--steps 10,40] [--memory session,fresh]
+    python bench/tokens.py [--steps 10,40] [--memory session,fresh] [--budget TOKENS]
+
+`--budget` sets the graph's `defaults.memory_budget`: a `session` role's earlier visits are then
+kept within it (run/memory.py), so "prompt late" stops growing once the budget is reached.
 
 What to look for: with `session` the prompt grows with each visit, but nearly all of it is read
 from cache at a tenth of the price; with `fresh` the prompt stays flat (the history is cut to
@@ -37,7 +40,7 @@ GRAPH = """
 name: bench-tokens
 description: A worker and a checker taking turns.
 limits: {{ max_steps: {steps}, max_visits: {steps} }}
-roles:
+{defaults}roles:
   worker:
     description: Does a round of work
     goal: You are a diligent worker. {padding}
@@ -87,13 +90,18 @@ class Model:
         return FakeResponse.text(f"---\n$status: {status}\nverdict: {'v' * 300}\n---\n")
 
 
-def run(steps: int, memory: str) -> dict[str, float]:
+def run(steps: int, memory: str, budget: int | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, FakeAnthropic(Model(steps)) as server:
         os.environ["ANTHROPIC_BASE_URL"] = server.url
         os.environ.setdefault("ANTHROPIC_API_KEY", "sk-bench-not-a-real-key")
         path = Path(tmp) / "graphs" / "bench-tokens.yaml"
         path.parent.mkdir()
-        path.write_text(GRAPH.format(steps=steps, memory=memory, padding="Be precise. " * 150))
+        defaults = f"defaults: {{ memory_budget: {budget} }}\n" if budget else ""
+        path.write_text(
+            GRAPH.format(
+                steps=steps, memory=memory, padding="Be precise. " * 150, defaults=defaults
+            )
+        )
         graph = load_graph(path)
         store = SqliteStore(Path(tmp) / "store")
         started = time.perf_counter()
@@ -131,6 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", default="10,40")
     parser.add_argument("--memory", default="session,fresh")
+    parser.add_argument("--budget", type=int, help="the roles' memory_budget (tokens)")
     args = parser.parse_args()
     print(f"model {resolve_model(None)}; tokens are the fake's len(text) // 4")
     print(
@@ -140,7 +149,7 @@ def main() -> None:
     run(2, "fresh")  # warm-up: imports, first connection
     for memory in args.memory.split(","):
         for steps in (int(s) for s in args.steps.split(",")):
-            r = run(steps, memory)
+            r = run(steps, memory, args.budget)
             print(
                 f"{memory:8} {int(r['steps']):>5} {r['early']:>12.0f} {r['late']:>11.0f} "
                 f"{r['cached']:>7.1%} {r['usd']:>9.5f} {r['ms']:>8.1f}"

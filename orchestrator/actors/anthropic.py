@@ -4,8 +4,10 @@ Theory of operation. One `play()` is one step of a thread:
 
 1. Build the conversation from the request alone (the actor keeps no state that matters, so a
    resumed thread sends the same bytes): for `memory: session` the role's earlier visits as
-   user/assistant pairs, then this visit's message, then, when repairing, each rejected reply as
-   an assistant turn followed by the errors as a user turn.
+   user/assistant pairs (already kept within the role's budget: run/memory.py), then this
+   visit's message, then, when repairing, each rejected reply as an assistant turn followed by
+   the errors as a user turn. Should the API still answer "prompt is too long", the older half
+   of the earlier visits is dropped, with a note, and the call made again (until none is left).
 2. Call the Messages API (streaming by default, so long replies are not cut by HTTP timeouts).
    When the model stops for `tool_use`, run each tool in the workspace (`orchestrator.tools`),
    send the results back and call again, at most `max_tool_rounds` times.
@@ -46,6 +48,7 @@ from ..tools import ToolBox, tool_definitions
 from ..tools.scrub import Secrets
 from .base import ActorError, ActReply, ActRequest, Usage
 from .progress import StepProgress
+from .shrink import shrink_conversation, too_long
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -172,6 +175,7 @@ class AnthropicActor:
         tools = tool_definitions(role)
         message = visit_message(request, self.history_budget)
         conversation = build_conversation(request, message)
+        earlier = len(request.previous_visits)  # the visits at the head of the conversation
         toolbox = ToolBox(
             request.workspace,
             role.tools,
@@ -194,7 +198,14 @@ class AnthropicActor:
                 conversation=conversation,
             )
             progress.call_start(model)
-            reply = await self._call(client, params, progress)
+            try:
+                reply = await self._call(client, params, progress)
+            except Exception as exc:
+                shrunk = shrink_conversation(conversation, earlier) if too_long(exc) else None
+                if shrunk is None:
+                    raise
+                conversation, earlier = shrunk  # and ask again, with half the earlier visits
+                continue
             used = _usage(reply)
             usage = usage + used
             progress.call_done(used.to_dict(), reply)

@@ -20,6 +20,7 @@ another process appended (a cancel): the step in flight is then stopped.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import secrets
 import time
@@ -28,13 +29,14 @@ from pathlib import Path
 
 from ..core import engine
 from ..core.commands import Idle, Record, RunBranches, RunStep
-from ..core.events import Event
+from ..core.events import Event, StepStarted
 from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState
 from ..spec.models import Graph
-from ..store.base import EventStore, Owner, StoreError, ThreadBusy
+from ..store.base import EventStore, Owner, StoredEvent, StoreError, ThreadBusy
 from .actors import default_actor_for
 from .children import run_child
+from .memory import SessionMemory
 from .options import ActorFor, RunOptions, ThreadResult
 from .step import perform_step, plan_step
 
@@ -49,9 +51,12 @@ class LiveThread:
         self.options = options
         self.owner = Owner.this_process(secrets.token_hex(8))
         self.state = ThreadState()
-        self.seq = 0
+        self.seq = 0  # the last event applied to the state
+        self.saved = 0  # the last event known to be committed (or reported, if deferred)
         self.step_task: asyncio.Future[Outcome] | None = None
         self.branch_tasks: dict[int, asyncio.Future[Outcome]] = {}  # by step number
+        self._deferred: concurrent.futures.Future[StoredEvent] | None = None
+        self.memory = SessionMemory()  # each role's visits, so a step's request costs O(1)
         self.catch_up(notify=False)
         self._root: Path | None = None
 
@@ -61,32 +66,81 @@ class LiveThread:
             self._root = Path(self.state.workspace).resolve()
         return self._root
 
-    def append(self, event: Event) -> None:
+    async def append(self, event: Event) -> None:
+        """Apply the event and wait until it is committed (on the store's writer thread)."""
         engine.apply(self.state, event)
+        self.seq += 1
+        pending = self.store.append_future(self.thread_id, self.seq, event, self.state.summary())
+        await self.flush()  # a deferred StepStarted: usually committed with this event
+        self._stored(await self._committed(pending))
+
+    def defer(self, event: Event) -> None:
+        """Apply the event and queue it without waiting for its commit.
+
+        Only for the StepStarted of a step whose actor changes nothing outside its reply
+        (`may_defer`): its commit then overlaps the model's call, and the step's result is
+        committed with it or after it, never before (the writer keeps the order). Reported to
+        `on_event` now; if its commit fails, the step is stopped and the failure raised."""
+        engine.apply(self.state, event)
+        self.seq += 1
+        pending = self.store.append_future(self.thread_id, self.seq, event, self.state.summary())
+        self._deferred = pending
+        self._stored(StoredEvent(self.seq, time.time(), event))
+        if not pending.done():
+            loop = asyncio.get_running_loop()
+            pending.add_done_callback(lambda f: loop.call_soon_threadsafe(self._check_deferred, f))
+
+    def _check_deferred(self, pending: concurrent.futures.Future[StoredEvent]) -> None:
+        """The deferred event failed: stop the step in flight (`flush` raises why)."""
+        if pending is self._deferred and pending.exception() is not None and self.step_task:
+            self.step_task.cancel()
+
+    async def flush(self) -> None:
+        """Wait for a deferred event's commit; raise its failure."""
+        pending, self._deferred = self._deferred, None
+        if pending is not None:
+            await self._committed(pending)
+
+    async def _committed(self, pending: concurrent.futures.Future[StoredEvent]) -> StoredEvent:
         try:
-            stored = self.store.append(self.thread_id, self.seq + 1, event, self.state.summary())
+            try:
+                # An in-memory store is done at once: no need to go through the loop.
+                return pending.result() if pending.done() else await asyncio.wrap_future(pending)
+            except asyncio.CancelledError:
+                # Interrupted while the write was under way: it is carried out all the same,
+                # so learn its fate (a few ms at most) before letting the interruption through.
+                concurrent.futures.wait([pending])
+                pending.result()
+                raise
         except ThreadBusy:
             # Someone else appended first (a cancel): the state is the store's, not ours.
-            self.state, self.seq = ThreadState(), 0
+            self._deferred = None
+            self.state, self.seq, self.saved = ThreadState(), 0, 0
             self.catch_up(notify=False)
             raise
-        self.seq = stored.seq
+
+    def _stored(self, stored: StoredEvent) -> None:
+        self.saved = stored.seq
         if self.options.on_event is not None:
             self.options.on_event(stored, self.state)
+
+    def deferred_failed(self) -> bool:
+        pending = self._deferred
+        return pending is not None and pending.done() and pending.exception() is not None
 
     def catch_up(self, *, notify: bool = True) -> bool:
         """Fold the events appended since we last looked; True if there were any."""
         new = self.store.events(self.thread_id, after=self.seq)
         for stored in new:
             engine.apply(self.state, stored.event)
-            self.seq = stored.seq
+            self.seq = self.saved = stored.seq
             if notify and self.options.on_event is not None:
                 self.options.on_event(stored, self.state)
         return bool(new)
 
-    def judge(self, outcome: Outcome) -> None:
+    async def judge(self, outcome: Outcome) -> None:
         for event in engine.judge(self.graph, self.state, outcome):
-            self.append(event)
+            await self.append(event)
 
     def result(self) -> ThreadResult:
         return ThreadResult.of(self.thread_id, self.state)
@@ -99,9 +153,12 @@ class LiveThread:
             await asyncio.sleep(self.options.poll_seconds)
             try:
                 if time.monotonic() - renewed >= renew_every:
-                    self.store.renew(self.thread_id, self.owner)
+                    # On a worker thread: the store's writer may be busy with other threads.
+                    await asyncio.to_thread(self.store.renew, self.thread_id, self.owner)
                     renewed = time.monotonic()
-                if self.store.thread(self.thread_id).seq > self.seq:
+                # Only while none of our own writes is under way: those would look new.
+                idle = self._deferred is None and self.saved == self.seq
+                if idle and self.store.thread(self.thread_id).seq > self.seq:
                     self.catch_up()
             except StoreError:
                 continue  # the step's own append meets the same error and reports it
@@ -142,14 +199,14 @@ async def advance(
     watcher = asyncio.create_task(thread.watch())
     try:
         if first is not None:
-            thread.judge(first)
+            await thread.judge(first)
         await _loop(thread, actor_for or default_actor_for(options))
         if finish is not None:
             finish(thread.result())
     except (asyncio.CancelledError, KeyboardInterrupt):
         # Ctrl-C or a cancelled task: leave the thread resumable (or answerable), then let the
         # interruption through.
-        thread.judge(Interrupted())
+        await thread.judge(Interrupted())
         raise
     except ThreadBusy:
         if not thread.state.status.ended:
@@ -170,15 +227,54 @@ async def _loop(thread: LiveThread, actor_for: ActorFor) -> None:
         command = engine.decide(thread.graph, thread.state, limits)
         match command:
             case Idle():
+                await thread.flush()
                 return
             case Record():
-                thread.append(command.event)
+                if may_defer(thread.graph, command.event):
+                    thread.defer(command.event)
+                else:
+                    await thread.append(command.event)
             case RunStep():
                 outcome = await _perform(thread, command, actor_for)
                 if outcome is not None:
-                    thread.judge(outcome)
+                    await thread.judge(outcome)
             case RunBranches():
                 await _branches(thread, command, actor_for)
+
+
+def may_defer(graph: Graph, event: Event) -> bool:
+    """May this event's commit overlap the step it starts? Only a StepStarted whose role asks a
+    model and changes nothing outside its reply (no `edit` or `shell` tool, not a command or a
+    person): if the process dies before that commit, the step runs again on resume, as any step
+    in flight does, and nothing it did is lost. Every other event is committed before the
+    runner goes on, and a step's result always after its StepStarted."""
+    if not isinstance(event, StepStarted) or event.branch is not None:
+        return False  # branches: several start at once, each committed before it runs
+    role = graph.roles.get(event.role)
+    return (
+        role is not None
+        and role.graph is None  # a subgraph's child thread is made once its step is saved
+        and role.actor == "anthropic"
+        and set(role.tools) <= {"read"}
+    )
+
+
+async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Outcome | None:
+    """Call the actor for the step in flight; its outcome, or None if the thread ended meanwhile."""
+    if thread.deferred_failed():
+        await thread.flush()  # raises why: the step's StepStarted could not be saved
+    thread.step_task = asyncio.ensure_future(_outcome(thread, command, actor_for))
+    try:
+        return await thread.step_task
+    except asyncio.CancelledError:
+        if thread.deferred_failed():
+            await thread.flush()  # raises why: the step's own StepStarted could not be saved
+        task = asyncio.current_task()
+        if thread.state.status.ended and (task is None or not task.cancelling()):
+            return None  # stopped because another process cancelled the thread
+        raise
+    finally:
+        thread.step_task = None
 
 
 def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Awaitable[Outcome]:
@@ -186,23 +282,9 @@ def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Await
     role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
     if role.graph is not None:
         return run_child(thread, command, actor_for, advance)
-    plan = plan_step(thread.graph, thread.state, command, thread.options.model)
+    plan = plan_step(thread.graph, thread.state, command, thread.options.model, thread.memory)
     actor = actor_for(command.role, role)
     return perform_step(plan, role, thread.workspace_root(), actor, thread.options.on_progress)
-
-
-async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Outcome | None:
-    """Call the actor for the step in flight; its outcome, or None if the thread ended meanwhile."""
-    thread.step_task = asyncio.ensure_future(_outcome(thread, command, actor_for))
-    try:
-        return await thread.step_task
-    except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if thread.state.status.ended and (task is None or not task.cancelling()):
-            return None  # stopped because another process cancelled the thread
-        raise
-    finally:
-        thread.step_task = None
 
 
 async def _branches(thread: LiveThread, command: RunBranches, actor_for: ActorFor) -> None:
@@ -218,4 +300,4 @@ async def _branches(thread: LiveThread, command: RunBranches, actor_for: ActorFo
             if thread.state.status.ended:
                 continue  # stopped because another process cancelled the thread
             raise asyncio.CancelledError
-        thread.judge(task.result())
+        await thread.judge(task.result())

@@ -74,6 +74,7 @@ from .preflight import check_inputs, unpriced_models
 from .prune import Pruned, prune_worktrees
 from .runner import advance
 from .waiting import Question, answer_errors, question_of
+from .warmup import import_sdk_in_background
 
 Notify = Callable[[str], None]
 
@@ -150,6 +151,7 @@ class Session:
             )
         if not replay:
             _check_credentials(graph)
+            import_sdk_in_background(graph)  # while the thread is set up (run/warmup.py)
         if not replay:
             self.check_prices(graph, model)
         folder = Path(workspace or Path.cwd()).resolve()

@@ -2,8 +2,8 @@
 
     plan_step(graph, state, command, model) -> StepPlan
         What the actor is asked: the prompt, the inputs, the history since the role last spoke,
-        its own earlier visits (`memory: session`), the rejected attempts being repaired and the
-        model settings. Pure: a function of the graph and the state, so a Temporal workflow can
+        its own earlier visits (`memory: session`, kept within its budget: memory.py), the
+        rejected attempts being repaired and the model settings. Pure: a function of the graph and the state, so a Temporal workflow can
         compute it as well as the local runner.
     perform_step(plan, role, root, actor) -> Outcome
         The rest, all I/O: the step's folder (made when the edge names a location), the actor's
@@ -29,7 +29,9 @@ from ..core.outcomes import ActorFailed, NeedsPerson, Outcome, PreconditionFaile
 from ..core.state import ThreadState
 from ..spec.models import Graph, Role
 from .actors import model_settings
+from .memory import DEFAULT_BUDGET, SessionMemory, dropped_note, session_window
 from .preconditions import afailing
+from .warmup import sdk_imported
 
 
 @dataclass(frozen=True)
@@ -73,27 +75,41 @@ class StepPlan:
 
 
 def plan_step(
-    graph: Graph, state: ThreadState, command: RunStep, model: str | None = None
+    graph: Graph,
+    state: ThreadState,
+    command: RunStep,
+    model: str | None = None,
+    memory: SessionMemory | None = None,
 ) -> StepPlan:
-    """What the actor of the step in flight is asked. Pure. `model` is --model, if given."""
+    """What the actor of the step in flight is asked. Pure. `model` is --model, if given;
+    `memory` is the advancing thread's cache of visits (the same plan, built in O(1))."""
     role = graph.roles[command.role]  # decide() suspends a step whose role is gone
     settings = model_settings(graph, role, model)
+    prompt = command.prompt
+    visits: tuple[Visit, ...] = ()
+    if role.memory == "session":
+        budget = role.memory_budget or graph.defaults.memory_budget or DEFAULT_BUDGET
+        visits, dropped = session_window(state, command.role, budget, memory)
+        if dropped and visits:
+            first = visits[0]
+            visits = (
+                Visit(f"{dropped_note(dropped)}\n\n{first.message}", first.reply),
+                *visits[1:],
+            )
+        elif dropped:
+            prompt = f"{dropped_note(dropped)}\n\n{prompt}"
     return StepPlan(
         thread_id=state.thread_id,
         step=command.step,
         role_name=command.role,
-        prompt=command.prompt,
+        prompt=prompt,
         location=command.location,
         inputs=dict(state.inputs),
         history=tuple(
             HistoryItem(s.step, s.role, s.status, s.frontmatter, s.body)
             for s in context.history_for(state, command.role)
         ),
-        previous_visits=tuple(
-            Visit(s.message, s.reply) for s in context.previous_visits(state, command.role)
-        )
-        if role.memory == "session"
-        else (),
+        previous_visits=visits,
         attempts=tuple(Attempt(reply, errors) for reply, errors in command.attempts),
         model=settings.model,
         max_tokens=settings.max_tokens,
@@ -126,6 +142,8 @@ async def perform_step(
     failures = await afailing(role.requires, workspace)
     if failures:
         return PreconditionFailed(plan.step, tuple(failures))
+    if getattr(actor, "kind", "") == "anthropic":
+        await sdk_imported()  # the rest of a background import is start-up, not this step
     started = time.monotonic()
     try:
         reply = await actor.play(plan.request(role, workspace, progress))

@@ -8,7 +8,8 @@ Top-level `properties`/`required` next to `oneOf` apply to every variant.
 
 For each status the contract keeps the required and optional field names and a JSON Schema that
 checks a reply with that status, so validation errors can name the variant instead of saying
-"not valid under any of the given schemas". Validators are compiled once per role and status.
+"not valid under any of the given schemas". Validators are compiled once per role and status
+(`Role.contract` is computed once per role), as is the fast check of valid replies.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ class StatusContract:
         from .validator import compile_validator
 
         return compile_validator(self.schema)
+
+    @cached_property
+    def fast_check(self) -> Any:
+        """A compiled check that may only say "valid" (fastcheck.py), or None."""
+        # Imported on first use only, as the validator is.
+        from .fastcheck import compile_fast_check
+
+        return compile_fast_check(self.schema)
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,12 @@ class Role(_Frozen):
     actor: Actor = "anthropic"
     max_repairs: int = Field(2, ge=0)
     memory: Literal["session", "fresh"] = "session"
+    memory_budget: int | None = Field(
+        None,
+        gt=0,
+        description="tokens of earlier visits a `memory: session` role is sent at most; the "
+        "oldest are left out first (default: defaults.memory_budget, else 100000)",
+    )
     sandbox: Sandbox | Literal["off"] = Field(
         default_factory=Sandbox,
         description="how the role's shell commands or agent process are confined; `off` runs "
@@ -288,6 +294,9 @@ class Defaults(_Frozen):
     model: str | None = None
     max_tokens: int | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0, le=1)
+    memory_budget: int | None = Field(
+        None, gt=0, description="the roles' `memory_budget` where they set none"
+    )
 
 
 class Limits(_Frozen):
@@ -357,10 +366,14 @@ class Graph(_Frozen):
                 del role["sandbox"]
             if role.get("requires") == []:
                 del role["requires"]
+            if role.get("memory_budget") is None:
+                role.pop("memory_budget", None)
         if data.get("requires") == []:
             del data["requires"]
         if data["limits"].get("max_parallel") == 4:
             del data["limits"]["max_parallel"]
+        if data.get("defaults", {}).get("memory_budget", 0) is None:
+            del data["defaults"]["memory_budget"]
         for by_status in data["graph"].values():
             for route in by_status.values():
                 for edge in route if isinstance(route, list) else [route]:

@@ -199,6 +199,7 @@ def _pos(node: yaml.Node) -> Pos:
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+STR_TAG = "tag:yaml.org,2002:str"
 
 
 class _Builder:
@@ -278,6 +279,8 @@ class _Builder:
         return outermost
 
     def _scalar(self, node: yaml.Node) -> Any:
+        if node.tag == STR_TAG:  # most scalars: the text itself, as the constructor would give
+            return node.value
         try:
             return self.loader.construct_object(node, deep=True)
         except ValueError as exc:  # a date such as 2024-13-45, an integer of 5,000 digits

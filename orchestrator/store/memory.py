@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
 from ..core.events import Event, ThreadStarted, ThreadStatus
 from ..core.state import ThreadSummary
-from .base import Owner, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow
+from .base import Owner, Resolved, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow
 
 
 class MemoryStore:
@@ -72,6 +73,15 @@ class MemoryStore:
             seq=seq,
         )
         return stored
+
+    def append_future(
+        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
+    ) -> Future[StoredEvent]:
+        """`append`, done at once: a future that is already resolved."""
+        try:
+            return Resolved(self.append(thread_id, seq, event, summary))
+        except (ThreadBusy, ThreadNotFound) as exc:
+            return Resolved(error=exc)
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         if thread_id not in self._events:

@@ -1,10 +1,14 @@
-"""The default event store: SQLite in WAL mode, one transaction per event.
+"""The default event store: SQLite in WAL mode, written by one thread off the event loop.
 
 Events are rows keyed by (thread, seq); the primary key makes a second writer of the same
 sequence number fail, which is how two processes are kept from both advancing a thread. A
 thread's summary row (state, steps, cost), computed by the caller from the folded state, is
 written in the same transaction as the event, so `threads list` never reads the log. Appending
 costs the same at step 10 and at step 10,000.
+
+Writes go to a writer thread with its own connection (`writer.py`), which commits the writes of
+all threads waiting at that moment in one transaction; each write is reported done only once
+committed. The connection opened here only reads (WAL readers never wait for the writer).
 
 Every SQLite error becomes a `StoreError` naming the file and what to do (a full disk, a damaged
 file, a read-only folder), never a bare `sqlite3` traceback. A store opened `readonly` (the
@@ -14,12 +18,12 @@ on a read-only file system; a folder without a store reads as a store without th
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import sqlite3
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -35,6 +39,7 @@ from .base import (
     ThreadRow,
     pid_alive,
 )
+from .writer import Writer
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -156,6 +161,19 @@ class SqliteStore:
             self._db = self._open_readonly() if readonly else self._open()
         except sqlite3.Error as exc:
             raise store_error(exc, self.path, "opening it") from None
+        # Every write goes through one writer thread with its own connection (writer.py); this
+        # connection only reads.
+        self._writes: Writer | None = None
+        if not readonly:
+            self._writes = Writer(self._connect_writer, self._error)
+
+    def _connect_writer(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, **_CONNECT)
+        db.execute("PRAGMA synchronous=NORMAL")  # per connection; WAL is the file's own mode
+        return db
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        return store_error(exc, self.path, doing)
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -198,7 +216,15 @@ class SqliteStore:
 
     # -- threads
 
-    @guarded("saving a new thread")
+    def _writer(self) -> Writer:
+        if self._writes is None:
+            raise StoreError(
+                f"the thread store {self.path} was opened read-only; to run or continue threads "
+                "use a writable --store DIR",
+                "unwritable",
+            )
+        return self._writes
+
     def create(
         self,
         started: ThreadStarted,
@@ -208,9 +234,11 @@ class SqliteStore:
         snapshot: dict[str, Any],
         owner: Owner | None = None,
     ) -> None:
-        now = time.time()
-        with self._tx():
-            self._db.execute(
+        snapshot_text = json.dumps(snapshot, sort_keys=True)
+
+        def job(db: sqlite3.Connection) -> None:
+            now = time.time()
+            db.execute(
                 "INSERT INTO threads (id, graph, graph_hash, graph_path, snapshot, state, created,"
                 " updated, workspace, lease_token, lease_pid, lease_host, lease_expires)"
                 " VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
@@ -219,7 +247,7 @@ class SqliteStore:
                     started.graph,
                     started.graph_hash,
                     graph_path,
-                    json.dumps(snapshot, sort_keys=True),
+                    snapshot_text,
                     now,
                     now,
                     started.workspace,
@@ -229,46 +257,30 @@ class SqliteStore:
                     now + self.lease_seconds if owner else None,
                 ),
             )
-            self._insert(started.thread_id, 1, started, summary, now)
+            _insert(db, started.thread_id, 1, started, summary, now)
 
-    @guarded("saving an event")
+        self._writer().call(job, "saving a new thread")
+
     def append(self, thread_id: str, seq: int, event: Event, summary: ThreadSummary) -> StoredEvent:
-        now = time.time()
-        with self._tx():
-            self._insert(thread_id, seq, event, summary, now)
-        return StoredEvent(seq, now, event)
+        return self.append_future(thread_id, seq, event, summary).result()
 
-    def _insert(
-        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary, now: float
-    ) -> None:
+    def append_future(
+        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
+    ) -> Future[StoredEvent]:
+        """Queue the event for the writer thread; the future resolves once it is committed.
+
+        The JSON text is made here, by the caller, so the writer holds the GIL only briefly."""
         data = event.to_dict()
-        try:
-            self._db.execute(
-                "INSERT INTO events (thread_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
-                (thread_id, seq, now, data["type"], json.dumps(data, ensure_ascii=False)),
-            )
-        except sqlite3.IntegrityError:
-            raise ThreadBusy(
-                f"thread {thread_id} was advanced by another process (event {seq} already exists)"
-            ) from None
-        cur = self._db.execute(
-            "UPDATE threads SET state = ?, steps = ?, cost_usd = ?, input_tokens = ?,"
-            " output_tokens = ?, reason = ?, updated = ?, seq = ? WHERE id = ? AND seq = ?",
-            (
-                str(summary.status),
-                summary.steps,
-                summary.cost_usd,
-                summary.input_tokens,
-                summary.output_tokens,
-                summary.reason,
-                now,
-                seq,
-                thread_id,
-                seq - 1,
-            ),
-        )
-        if cur.rowcount != 1:
-            raise ThreadBusy(f"thread {thread_id} was advanced by another process")
+        text = json.dumps(data, ensure_ascii=False)
+        kind = data["type"]
+
+        def job(db: sqlite3.Connection) -> StoredEvent:
+            now = time.time()
+            _insert_text(db, thread_id, seq, kind, text, summary, now)
+            return StoredEvent(seq, now, event)
+
+        future: Future[StoredEvent] = self._writer().submit(job, "saving an event")
+        return future
 
     @guarded("reading a thread's events")
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
@@ -324,11 +336,10 @@ class SqliteStore:
 
     # -- leases
 
-    @guarded("taking a thread's lease")
     def acquire(self, thread_id: str, owner: Owner) -> None:
-        now = time.time()
-        with self._tx():
-            row = self._db.execute(
+        def job(db: sqlite3.Connection) -> None:
+            now = time.time()
+            row = db.execute(
                 "SELECT lease_token, lease_pid, lease_host, lease_expires FROM threads WHERE id = ?",
                 (thread_id,),
             ).fetchone()
@@ -343,34 +354,37 @@ class SqliteStore:
                         f"wait for it to finish, or stop it (a lease left by a dead process is "
                         f"taken over automatically)"
                     )
-            self._db.execute(
+            db.execute(
                 "UPDATE threads SET lease_token = ?, lease_pid = ?, lease_host = ?,"
                 " lease_expires = ? WHERE id = ?",
                 (owner.token, owner.pid, owner.host, now + self.lease_seconds, thread_id),
             )
 
-    @guarded("renewing a thread's lease")
-    def renew(self, thread_id: str, owner: Owner) -> None:
-        self._db.execute(
-            "UPDATE threads SET lease_expires = ? WHERE id = ? AND lease_token = ?",
-            (time.time() + self.lease_seconds, thread_id, owner.token),
-        )
+        self._writer().call(job, "taking a thread's lease")
 
-    @guarded("releasing a thread's lease")
+    def renew(self, thread_id: str, owner: Owner) -> None:
+        def job(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE threads SET lease_expires = ? WHERE id = ? AND lease_token = ?",
+                (time.time() + self.lease_seconds, thread_id, owner.token),
+            )
+
+        self._writer().call(job, "renewing a thread's lease")
+
     def release(self, thread_id: str, owner: Owner) -> None:
-        self._db.execute(
-            "UPDATE threads SET lease_token = NULL, lease_pid = NULL, lease_host = NULL,"
-            " lease_expires = NULL WHERE id = ? AND lease_token = ?",
-            (thread_id, owner.token),
-        )
+        def job(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE threads SET lease_token = NULL, lease_pid = NULL, lease_host = NULL,"
+                " lease_expires = NULL WHERE id = ? AND lease_token = ?",
+                (thread_id, owner.token),
+            )
+
+        self._writer().call(job, "releasing a thread's lease")
 
     def close(self) -> None:
+        if self._writes is not None:
+            self._writes.close()  # what is queued is committed first
         self._db.close()
-
-    # -- helpers
-
-    def _tx(self) -> _Transaction:
-        return _Transaction(self._db)
 
 
 def _row(values: tuple[Any, ...]) -> ThreadRow:
@@ -378,27 +392,53 @@ def _row(values: tuple[Any, ...]) -> ThreadRow:
     return replace(row, state=ThreadStatus(row.state))
 
 
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on error: one transaction per event."""
+def _insert(
+    db: sqlite3.Connection,
+    thread_id: str,
+    seq: int,
+    event: Event,
+    summary: ThreadSummary,
+    now: float,
+) -> None:
+    data = event.to_dict()
+    text = json.dumps(data, ensure_ascii=False)
+    _insert_text(db, thread_id, seq, data["type"], text, summary, now)
 
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
 
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            try:
-                self.db.execute("COMMIT")
-            except sqlite3.Error:
-                self._rollback()  # a failed COMMIT (a full disk) leaves the transaction open
-                raise
-        else:
-            self._rollback()
-
-    def _rollback(self) -> None:
-        # SQLite may have rolled back already (after SQLITE_FULL, for one): then there is
-        # nothing to undo, and the error that got us here is the one to report.
-        with contextlib.suppress(sqlite3.Error):
-            self.db.execute("ROLLBACK")
+def _insert_text(
+    db: sqlite3.Connection,
+    thread_id: str,
+    seq: int,
+    kind: str,
+    text: str,
+    summary: ThreadSummary,
+    now: float,
+) -> None:
+    """The event's row and the thread's summary row; ThreadBusy if `seq` is taken."""
+    try:
+        db.execute(
+            "INSERT INTO events (thread_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
+            (thread_id, seq, now, kind, text),
+        )
+    except sqlite3.IntegrityError:
+        raise ThreadBusy(
+            f"thread {thread_id} was advanced by another process (event {seq} already exists)"
+        ) from None
+    cur = db.execute(
+        "UPDATE threads SET state = ?, steps = ?, cost_usd = ?, input_tokens = ?,"
+        " output_tokens = ?, reason = ?, updated = ?, seq = ? WHERE id = ? AND seq = ?",
+        (
+            str(summary.status),
+            summary.steps,
+            summary.cost_usd,
+            summary.input_tokens,
+            summary.output_tokens,
+            summary.reason,
+            now,
+            seq,
+            thread_id,
+            seq - 1,
+        ),
+    )
+    if cur.rowcount != 1:
+        raise ThreadBusy(f"thread {thread_id} was advanced by another process")

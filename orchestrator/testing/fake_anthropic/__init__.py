@@ -27,6 +27,8 @@ What it implements (`POST /v1/messages`):
   `cache_creation_input_tokens`, and what follows as `input_tokens`;
 - a script: a queue of `FakeResponse`s, then `handler(body) -> FakeResponse` when the queue is
   empty; with neither, a 400 that says the script ran out (not retried by the SDK);
+- a context window when asked (`FakeAnthropic(max_prompt_tokens=N)`): a longer prompt gets the
+  API's 400 "prompt is too long: X tokens > N maximum";
 - faults: error statuses with the API's error bodies and `retry-after-ms` (default 1 ms, so
   the SDK's retries are fast), latency, a stream cut in the middle, malformed JSON, empty content.
 

@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The tokens of a request's prompt (tools, system, messages), as the fake counts them."""
+    return sum(b.tokens for b in _prompt_blocks(body))
+
+
 class PromptCache:
     """The prefixes cached so far, shared by every request to one fake server."""
 

@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from .caching import PromptCache
+from .caching import PromptCache, prompt_tokens
 from .responses import FakeResponse, Handler, RecordedRequest
 from .server import MessagesServer
 
@@ -26,8 +26,12 @@ class FakeAnthropic:
         *,
         min_cache_tokens: int = 0,
         chunk_size: int = 24,
+        max_prompt_tokens: int | None = None,
     ):
         self.handler = handler
+        # A request whose prompt counts more tokens than this is refused with the API's 400
+        # "prompt is too long" (the model's context window), before any scripted response.
+        self.max_prompt_tokens = max_prompt_tokens
         self.chunk_size = chunk_size
         self.requests: list[RecordedRequest] = []
         self._cache = PromptCache(min_cache_tokens)
@@ -132,6 +136,9 @@ class FakeAnthropic:
     # ------------------------------------------------------------------ the server's backend
 
     def next_response(self, body: dict[str, Any]) -> FakeResponse:
+        limit = self.max_prompt_tokens
+        if limit is not None and (tokens := prompt_tokens(body)) > limit:
+            return FakeResponse.error(400, f"prompt is too long: {tokens} tokens > {limit} maximum")
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
