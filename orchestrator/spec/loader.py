@@ -17,6 +17,7 @@ import frontmatter as _frontmatter
 from pydantic import BaseModel, ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
+from .agentfiles import agent_layer, agent_ref
 from .models import TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, Role
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
@@ -358,7 +359,7 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
             if isinstance(raw, dict) and isinstance(raw.get("extends"), str):
                 before = len(problems)
                 try:
-                    raw = _apply_extends(name, raw, dirs, smap, problems)
+                    raw = _apply_extends(name, raw, dirs, smap, problems, path)
                 except GraphError as err:
                     problems.extend(err.problems)
                 if len(problems) > before:
@@ -394,6 +395,7 @@ def _apply_extends(
     dirs: list[Path],
     smap: SourceMap,
     problems: list[Problem],
+    graph_path: Path | None = None,
 ) -> dict[str, Any]:
     """Merge a role over its library role (and that role's own `extends`, if any).
 
@@ -419,6 +421,11 @@ def _apply_extends(
             )
             break
         chain.append(base)
+        agent = agent_ref(base)
+        if agent is not None:  # an agent file of Claude Code or OpenCode: the last layer
+            found_agent = agent_layer(name, agent, smap, graph_path)  # GraphError if absent
+            layers.append(RoleSource(agent[1], found_agent.data, found_agent.smap))
+            break
         found = find_library_role(base, dirs)
         if found is None:
             line, col = smap.at(("roles", name, "extends")) if len(chain) == 1 else (1, 1)
