@@ -308,7 +308,7 @@ def problems_from_validation(
                 col,
                 "bad-type",
                 "error",
-                f"{dotted}: must be 'anthropic', 'human' or {{command: [argv...]}}",
+                f"{dotted}: must be 'anthropic', 'human', 'claude-code' or {{command: [argv...]}}",
             )
         else:
             file, line, col = locate(path, False)

@@ -39,7 +39,7 @@ class CommandActor(_Frozen):
     timeout: float = Field(600.0, gt=0, description="seconds before the process is killed")
 
 
-Actor = Literal["anthropic", "human"] | CommandActor
+Actor = Literal["anthropic", "human", "claude-code"] | CommandActor
 
 
 class Sandbox(_Frozen):
