@@ -184,3 +184,34 @@ def test_tool_sets_and_secret_names() -> None:
     env = {"PATH": "/bin", "GITHUB_TOKEN": "x" * 20, "ANTHROPIC_API_KEY": "k" * 20}
     env["ECHO"] = "k" * 20  # holds the key's value under another name
     assert removed_variables(env) == ["ECHO", "GITHUB_TOKEN"]
+
+
+def test_a_claude_that_fails_to_start_suspends_with_its_own_words(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `claude` on PATH comes first: here one that cannot log in and says so."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "claude"
+    stand_in.write_text(
+        '#!/bin/sh\necho "Invalid API key $ANTHROPIC_API_KEY [$GITHUB_TOKEN]" >&2\n'
+        'echo "please run /login" >&2\nexit 1\n'
+    )
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
+    assert find_cli() == str(stand_in)
+    with fake_server(monkeypatch):
+        result = run_thread(
+            tmp_path / "code.yaml",
+            {"task": "Write hello.py"},
+            store=SqliteStore(tmp_path / "store"),
+            workspace=project,
+            in_place=True,
+        )
+    assert result.state.value == "suspended"
+    reason = result.reason or ""
+    assert "Claude Code failed" in reason and "please run /login" in reason
+    assert "Traceback" not in reason
+    assert "[]" in reason and OTHER_SECRET not in reason  # the stray token never reached it
+    assert TEST_KEY not in reason and "[redacted]" in reason  # its own key is redacted

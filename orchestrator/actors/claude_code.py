@@ -98,6 +98,7 @@ class ClaudeCodeActor:
             )
         secrets = Secrets.from_environment()
         prompt = user_prompt(request)
+        errors: list[str] = []
         with tempfile.TemporaryDirectory(prefix="orchestrator-claude-") as folder:
             launcher = write_launcher(Path(folder), cli, request)
             options = sdk.ClaudeAgentOptions(
@@ -114,7 +115,7 @@ class ClaudeCodeActor:
                 permission_mode="dontAsk",
                 setting_sources=[],
                 env=cli_env(request),
-                stderr=lambda line: None,
+                stderr=errors.append,  # kept to say why, when the CLI fails
             )
             text, result, tool_calls = "", None, 0
             try:
@@ -128,7 +129,8 @@ class ClaudeCodeActor:
                     elif isinstance(message, sdk.ResultMessage):
                         result = message
             except sdk.ClaudeSDKError as exc:
-                detail = secrets.redact(str(exc)).strip().splitlines()
+                said = "\n".join([str(exc), *errors[-5:]])
+                detail = [line for line in secrets.redact(said).splitlines() if line.strip()]
                 raise ActorError(
                     "Claude Code failed: " + " / ".join(detail[-5:]), "process"
                 ) from None

@@ -92,7 +92,11 @@ class Role(_Frozen):
     procedure: str | None = None
     output: str | None = Field(None, description="what to write, and when to use which $status")
     frontmatter: dict[str, Any] = Field(description="JSON Schema of the reply's frontmatter")
-    extends: str | None = Field(None, description="a library role to start from")
+    extends: str | None = Field(
+        None,
+        description="a library role to start from, or claude:NAME / opencode:NAME for a Claude "
+        "Code or OpenCode agent file",
+    )
     model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
     max_tokens: int | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0, le=1)
