@@ -265,7 +265,9 @@ def test_a_cancel_during_a_precondition_check_starts_no_agent(tmp_path: Path) ->
     project = Project(tmp_path)
     project.agent.write_text(SLOW_AGENT)
     checked = tmp_path / "checking"
-    slow_check = f'[PYTHON, "-c", "import pathlib, time; pathlib.Path({str(checked)!r}).touch(); time.sleep(3)"]'
+    # Long enough that the cancel (two CLI starts, seconds each on a loaded machine) lands
+    # during the check; the cancel stops the check, so the test does not wait for it.
+    slow_check = f'[PYTHON, "-c", "import pathlib, time; pathlib.Path({str(checked)!r}).touch(); time.sleep(30)"]'
     graph = LOOP_GRAPH.replace(
         "    actor: { command: [PYTHON, AGENT], timeout: 60 }",
         f"    actor: {{ command: [PYTHON, AGENT], timeout: 60 }}\n    requires: [{{ command: {slow_check} }}]",

@@ -144,6 +144,8 @@ def test_every_code_has_a_severity() -> None:
         "optional-var",
         "html-escape",
         "unknown-schema-keyword",
+        "unmapped-tool",
+        "unmapped-model",
     }
 
 

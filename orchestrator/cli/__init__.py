@@ -23,6 +23,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "threads",
         "List, show, resume, answer, cancel, export, prune threads.",
     ),
+    "roles": (
+        "orchestrator.cli.roles",
+        "roles",
+        "List the roles of a graph: who plays each, its tools, its files.",
+    ),
     "replay": ("orchestrator.cli.replay", "replay", "Replay recordings through the current graph."),
     "extract": (
         "orchestrator.cli.extract",

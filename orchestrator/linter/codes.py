@@ -20,6 +20,8 @@ CODES: dict[str, Severity] = {
     "bad-type": "error",
     "unknown-extends": "error",
     "unknown-tool": "error",
+    "unmapped-tool": "warning",
+    "unmapped-model": "warning",
     "unreadable": "error",
     # names and schemas
     "name-mismatch": "error",

@@ -44,4 +44,6 @@ def lint(graph: Graph) -> list[Problem]:
             check(view)
         except Exception as exc:  # a linter bug must not hide the other passes' findings
             view.internal_error(exc)
+    if graph.source is not None:  # what loading found but did not refuse (agent files' tools)
+        view.problems.extend(graph.source.notes)
     return sorted(set(view.problems))

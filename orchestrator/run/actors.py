@@ -38,6 +38,11 @@ def default_actor_for(options: RunOptions) -> ActorFor:
             return CommandProcessActor(role.actor.command, timeout=role.actor.timeout)
         if role.actor == "human":
             return HumanActor(interactive=options.interactive)
+        if role.actor == "claude-code":
+            # Imported on first use: only graphs with a Claude Code role need it.
+            from ..actors.claude_code import ClaudeCodeActor
+
+            return ClaudeCodeActor()
         if "anthropic" not in shared:
             # Imported on first use: the SDK takes a while to import, and replays, simulations
             # and graphs of people and processes never need it.

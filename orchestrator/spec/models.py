@@ -40,7 +40,7 @@ class CommandActor(_Frozen):
     timeout: float = Field(600.0, gt=0, description="seconds before the process is killed")
 
 
-Actor = Literal["anthropic", "human"] | CommandActor
+Actor = Literal["anthropic", "human", "claude-code"] | CommandActor
 
 
 class Sandbox(_Frozen):
@@ -102,7 +102,11 @@ class Role(_Frozen):
         description="a subgraph role: the graph (a name or a path) it runs as a child thread "
         "(docs/format.md section 14)",
     )
-    extends: str | None = Field(None, description="a library role to start from")
+    extends: str | None = Field(
+        None,
+        description="a library role to start from, or claude:NAME / opencode:NAME for a Claude "
+        "Code or OpenCode agent file",
+    )
     model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
     max_tokens: int | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0, le=1)

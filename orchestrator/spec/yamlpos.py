@@ -52,6 +52,8 @@ class SourceMap:
     # Subtrees written in another file (a library role's fields in a graph): path -> that
     # file's map and the path of the subtree there.
     borrowed: dict[Path_, tuple[SourceMap, Path_]] = field(default_factory=dict)
+    # Warnings found while loading (an agent file's tool with no counterpart), reported by lint.
+    notes: list[Any] = field(default_factory=list)
 
     def where(self, path: Path_, *, key: bool = False) -> tuple[str, int, int]:
         """(file, line, column) of `path`, in the file its subtree was written in."""

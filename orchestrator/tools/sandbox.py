@@ -265,6 +265,8 @@ def needs_sandbox(role: Role) -> str | None:
         return None
     if isinstance(role.actor, CommandActor):
         return "agent process"
+    if role.actor == "claude-code" and "shell" not in role.tools:
+        return "Claude Code"  # with `shell`, Claude Code's own sandbox runs its commands
     if role.actor == "anthropic" and "shell" in role.tools:
         return "shell commands"
     return None

@@ -1,0 +1,257 @@
+"""Roles from other tools' agent files: `extends: claude:NAME` and `extends: opencode:NAME`.
+
+A Claude Code subagent (`.claude/agents/NAME.md`) and an OpenCode agent (`.opencode/agent/NAME.md`)
+are Markdown files whose YAML frontmatter says `description`, `tools` and `model` and whose body is
+the agent's system prompt. They become a layer under the graph's role, as a library role does:
+the body is the `goal`, the tools are mapped onto our tool sets, `model: inherit` leaves the
+graph's default. Everything else in them (`name`, `mode`, `color`, `permissionMode`, ...) means
+nothing here and is left alone. The graph's role still gives `frontmatter` (docs/format.md,
+"Roles from agent files").
+
+The file is looked for from the graph's folder up to its repository's root, then in the user's
+home, where each tool keeps its user-wide agents.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import frontmatter as _frontmatter
+
+from ..problems import GraphError, Problem
+from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    """One tool's agent files: where they live in a project and in the user's home."""
+
+    prefix: str
+    project: tuple[str, ...]  # folders under a project folder, tried in order
+    home: tuple[str, ...]  # folders under the home folder
+
+
+KINDS: dict[str, AgentKind] = {
+    "claude": AgentKind("claude", (".claude/agents",), (".claude/agents",)),
+    # OpenCode documents `.opencode/agent/`; newer releases also read the plural folder.
+    "opencode": AgentKind(
+        "opencode",
+        (".opencode/agent", ".opencode/agents"),
+        (".config/opencode/agent", ".config/opencode/agents", ".opencode/agent"),
+    ),
+}
+
+# Claude Code's and OpenCode's tool names (compared case-insensitively) onto our tool sets.
+TOOL_MAP: dict[str, str] = {
+    "read": "read",
+    "glob": "read",
+    "grep": "read",
+    "ls": "read",
+    "list": "read",  # OpenCode's name for LS
+    "edit": "edit",
+    "write": "edit",
+    "multiedit": "edit",
+    "patch": "edit",  # OpenCode's
+    "bash": "shell",
+}
+ALL_SETS = ("read", "edit", "shell")
+
+
+def agent_ref(extends: str) -> tuple[AgentKind, str] | None:
+    """`claude:NAME` or `opencode:NAME` as (kind, NAME); None for a library role's name."""
+    prefix, sep, name = extends.partition(":")
+    if not sep or prefix not in KINDS:
+        return None
+    return KINDS[prefix], name
+
+
+def search_folders(
+    kind: AgentKind, graph_path: Path | None, home: Path | None = None
+) -> list[Path]:
+    """Where an agent file is looked for: the graph's folder and its parents up to the
+    repository's root (the folder holding `.git`; only the graph's folder outside a repository),
+    then the user's home."""
+    start = (graph_path.resolve().parent if graph_path is not None else Path.cwd()).resolve()
+    chain = [start, *start.parents]
+    root = next((p for p in chain if (p / ".git").exists()), None)
+    projects = chain[: chain.index(root) + 1] if root is not None else [start]
+    folders = [p / sub for p in projects for sub in kind.project]
+    home = home if home is not None else Path(os.path.expanduser("~"))
+    folders += [home / sub for sub in kind.home]
+    return list(dict.fromkeys(folders))
+
+
+def find_agent_file(kind: AgentKind, name: str, graph_path: Path | None) -> Path | None:
+    for folder in search_folders(kind, graph_path):
+        candidate = folder / f"{name}.md"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@dataclass
+class AgentLayer:
+    """An agent file read as role fields, with the positions of those fields in the file."""
+
+    data: dict[str, Any]
+    smap: SourceMap
+    notes: list[Problem]  # warnings: tools and models with no meaning here
+
+
+def read_agent_file(path: Path, role: str) -> AgentLayer:
+    """The role fields an agent file gives. Raises GraphError for a file that cannot be read."""
+    file = _display(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise GraphError(
+            [Problem(file, 1, 1, "unreadable", "error", f"cannot read {file}: {reason}")]
+        ) from None
+    fm_text, body = "", text
+    if text.lstrip().startswith("---"):
+        try:
+            fm_text, body = _frontmatter.YAMLHandler().split(text)
+        except ValueError:
+            fm_text, body = "", text
+    offset = text[: text.find(fm_text)].count("\n") if fm_text else 0
+    try:
+        fields, smap = load_yaml("\n" * offset + fm_text, file)
+    except YamlSyntaxError as exc:
+        raise GraphError(
+            [Problem(file, exc.line, exc.column, exc.code, "error", exc.message, exc.hint)]
+        ) from None
+    if fields is None:
+        fields = {}
+    if not isinstance(fields, dict):
+        message = "an agent file's frontmatter must be a mapping (description, tools, model)"
+        raise GraphError([Problem(file, 1, 1, "bad-type", "error", message)])
+    data: dict[str, Any] = {}
+    notes: list[Problem] = []
+    if "description" in fields:
+        data["description"] = fields["description"]
+    if body.strip():
+        data["goal"] = body.strip() + "\n"
+        body_line = text[: text.find(body.strip())].count("\n") + 1
+        smap.values[("goal",)] = (body_line, 1)
+    model = _model(fields.get("model"), smap, role, notes)
+    if model is not None:
+        data["model"] = model
+    if "temperature" in fields:
+        data["temperature"] = fields["temperature"]
+    data["tools"] = _tools(fields.get("tools"), "tools" in fields, smap, role, notes)
+    return AgentLayer(data, smap, notes)
+
+
+def _display(path: Path) -> str:
+    """The file as problems name it: relative to the working folder when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _model(value: Any, smap: SourceMap, role: str, notes: list[Problem]) -> Any:
+    """`inherit` (or nothing) is the graph's default; `anthropic/ID` (OpenCode) is ID; another
+    provider's model cannot be played here: the graph's default, with a warning."""
+    if value is None or value == "inherit":
+        return None
+    if isinstance(value, str) and "/" in value:
+        provider, _, model = value.partition("/")
+        if provider == "anthropic" and model:
+            return model
+        line, col = smap.at(("model",))
+        notes.append(
+            Problem(
+                smap.file,
+                line,
+                col,
+                "unmapped-model",
+                "warning",
+                f"role '{role}': model '{value}' is not an Anthropic model; the graph's default "
+                "model plays the role",
+                "set `model:` on the graph's role to choose another",
+            )
+        )
+        return None
+    return value
+
+
+def _tools(value: Any, given: bool, smap: SourceMap, role: str, notes: list[Problem]) -> Any:
+    """The tool sets of an agent's `tools`: a list, a comma string or a map of booleans.
+
+    Left out, the agent has every tool (as in both tools), so the role gets every set. In a map,
+    `true` adds a tool's set and `false` takes it away from the default of all: a set is kept
+    only if none of its tools is turned off. Anything else is returned as is, so that the
+    model's validation reports it at its place in the agent file.
+    """
+    if not given:
+        return list(ALL_SETS)
+    if value is None:
+        return []
+    entries: list[tuple[str, bool, tuple[str | int, ...]]]
+    if isinstance(value, str):
+        entries = [(t.strip(), True, ("tools",)) for t in value.split(",") if t.strip()]
+    elif isinstance(value, list) and all(isinstance(t, str) for t in value):
+        entries = [(t.strip(), True, ("tools", i)) for i, t in enumerate(value)]
+    elif isinstance(value, dict) and all(isinstance(v, bool) for v in value.values()):
+        entries = [(str(k), v, ("tools", str(k))) for k, v in value.items()]
+    else:
+        return value
+    on: set[str] = set()
+    off: set[str] = set()
+    for tool, enabled, where in entries:
+        mapped = TOOL_MAP.get(tool.lower())
+        if mapped is None:
+            if enabled:
+                line, col = smap.at(where, key=isinstance(value, dict))
+                notes.append(
+                    Problem(
+                        smap.file,
+                        line,
+                        col,
+                        "unmapped-tool",
+                        "warning",
+                        f"role '{role}': the agent's tool '{tool}' has no counterpart here "
+                        "and is left out",
+                        "tools map onto read (Read, Glob, Grep, LS), edit (Edit, Write, "
+                        "MultiEdit) and shell (Bash)",
+                    )
+                )
+            continue
+        (on if enabled else off).add(mapped)
+    if isinstance(value, dict):
+        return [s for s in ALL_SETS if s not in off]
+    return [s for s in ALL_SETS if s in on]
+
+
+def agent_layer(
+    role: str, agent: tuple[AgentKind, str], graph_smap: SourceMap, graph_path: Path | None
+) -> AgentLayer:
+    """The layer an agent file gives a graph's role; its warnings join the graph's notes.
+    Raises GraphError (at the role's `extends`) when no such agent file is found."""
+    kind, name = agent
+    found = find_agent_file(kind, name, graph_path)
+    if found is None:
+        line, col = graph_smap.at(("roles", role, "extends"))
+        folders = search_folders(kind, graph_path)
+        raise GraphError(
+            [
+                Problem(
+                    graph_smap.file,
+                    line,
+                    col,
+                    "unknown-extends",
+                    "error",
+                    f"role '{role}' extends '{kind.prefix}:{name}', but no {name}.md is in "
+                    f"any {kind.prefix} agents folder",
+                    "looked in: " + ", ".join(str(f) for f in folders),
+                )
+            ]
+        )
+    layer = read_agent_file(found, role)
+    graph_smap.notes.extend(layer.notes)
+    return layer
