@@ -173,7 +173,7 @@ class AnthropicActor:
         conversation = build_conversation(request, message)
         toolbox = ToolBox(
             request.workspace,
-            role.tools,
+            role.tool_sets,
             shell_timeout=self.shell_timeout,
             secrets=self._secret,
             sandbox=role.sandbox,

@@ -21,6 +21,7 @@ CODES: dict[str, Severity] = {
     "unknown-extends": "error",
     "unknown-tool": "error",
     "unreadable": "error",
+    "unknown-python": "error",
     # names and schemas
     "name-mismatch": "error",
     "reserved-name": "error",

@@ -307,7 +307,8 @@ def problems_from_validation(
                 col,
                 "bad-type",
                 "error",
-                f"{dotted}: must be 'anthropic', 'human' or {{command: [argv...]}}",
+                f"{dotted}: must be 'anthropic', 'human', {{command: [argv...]}} or "
+                "{python: 'module:function'}",
             )
         else:
             file, line, col = locate(path, False)
@@ -385,6 +386,7 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
     graph._path = str(path) if path is not None else None
     for name, role in graph.roles.items():
         role._name = name
+        role._folder = str(Path(path).resolve().parent) if path is not None else None
     return graph
 
 

@@ -39,7 +39,51 @@ class CommandActor(_Frozen):
     timeout: float = Field(600.0, gt=0, description="seconds before the process is killed")
 
 
-Actor = Literal["anthropic", "human"] | CommandActor
+PY_REF = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class PythonActor(_Frozen):
+    """A Python function plays the role (docs/actors.md): `package.module:function`."""
+
+    python: str = Field(
+        pattern=PY_REF,
+        description="`package.module:function`, importable from the graph's folder or installed",
+    )
+
+
+Actor = Literal["anthropic", "human"] | CommandActor | PythonActor
+
+
+class PythonTool(_Frozen):
+    """A Python function offered to the model as a tool (docs/actors.md)."""
+
+    python: str = Field(
+        pattern=PY_REF,
+        description="`package.module:function`; its signature and docstring give the schema",
+    )
+
+
+class McpServer(_Frozen):
+    """A stdio MCP server started for the thread (docs/actors.md)."""
+
+    command: list[str] = Field(min_length=1, description="argv of the server")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="the server's extra environment; `${NAME}` takes NAME from the "
+        "orchestrator's environment (the only way a secret reaches the server)",
+    )
+    name: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_-]{1,32}$",
+        description="the SERVER in SERVER__TOOL (default: the name the server gives itself)",
+    )
+
+
+class McpTool(_Frozen):
+    mcp: McpServer
+
+
+ToolEntry = Literal["read", "edit", "shell"] | PythonTool | McpTool
 
 
 class Sandbox(_Frozen):
@@ -96,7 +140,11 @@ class Role(_Frozen):
     model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
     max_tokens: int | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0, le=1)
-    tools: list[Literal["read", "edit", "shell"]] = Field(default_factory=list)
+    tools: list[ToolEntry] = Field(
+        default_factory=list,
+        description="tool sets (read, edit, shell), {python: module:function} and "
+        "{mcp: {command: [...]}} entries",
+    )
     actor: Actor = "anthropic"
     max_repairs: int = Field(2, ge=0)
     memory: Literal["session", "fresh"] = "session"
@@ -110,12 +158,31 @@ class Role(_Frozen):
         description="checked when a step of the role is about to start (section 13)",
     )
 
-    # Set by the loader: the role's key in the graph.
+    # Set by the loader: the role's key in the graph, and the folder of the graph's file
+    # (where `python:` actors and tools are imported from).
     _name: str = PrivateAttr("")
+    _folder: str | None = PrivateAttr(None)
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def folder(self) -> str | None:
+        return self._folder
+
+    @property
+    def tool_sets(self) -> tuple[str, ...]:
+        """The built-in tool sets the role has (read, edit, shell), without Python and MCP."""
+        return tuple(t for t in self.tools if isinstance(t, str))
+
+    @property
+    def python_tools(self) -> tuple[PythonTool, ...]:
+        return tuple(t for t in self.tools if isinstance(t, PythonTool))
+
+    @property
+    def mcp_servers(self) -> tuple[McpServer, ...]:
+        return tuple(t.mcp for t in self.tools if isinstance(t, McpTool))
 
     @cached_property
     def contract(self) -> Contract:

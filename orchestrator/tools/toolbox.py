@@ -23,7 +23,7 @@ from .workspace import Workspace
 
 
 def tool_definitions(role: Role | Iterable[str]) -> list[dict[str, Any]]:
-    sets = set(role.tools if isinstance(role, Role) else role)
+    sets = set(role.tool_sets if isinstance(role, Role) else role)
     defs: list[dict[str, Any]] = []
     if sets & {"read", "edit"}:
         defs.append(editor.definition())
