@@ -30,6 +30,7 @@ from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState
 from ..spec.models import Graph
 from ..store.base import EventStore, Owner, StoreError, ThreadBusy
+from ..tools.mcp_client import thread_servers
 from .actors import default_actor_for
 from .options import ActorFor, RunOptions, ThreadResult
 from .step import perform_step, plan_step
@@ -131,7 +132,8 @@ async def advance(
     try:
         if first is not None:
             thread.judge(first)
-        await _loop(thread, actor_for or default_actor_for(options))
+        async with thread_servers():  # the thread's MCP servers stop when it stops here
+            await _loop(thread, actor_for or default_actor_for(options))
         if finish is not None:
             finish(thread.result())
     except (asyncio.CancelledError, KeyboardInterrupt):

@@ -267,6 +267,8 @@ def needs_sandbox(role: Role) -> str | None:
         return "agent process"
     if role.actor == "anthropic" and "shell" in role.tools:
         return "shell commands"
+    if role.actor == "anthropic" and role.mcp_servers:
+        return "MCP servers"
     return None
 
 
@@ -275,7 +277,8 @@ def unsandboxed_roles(graph: Graph) -> list[str]:
     return [
         name
         for name, role in graph.roles.items()
-        if role.sandbox == "off" and (isinstance(role.actor, CommandActor) or "shell" in role.tools)
+        if role.sandbox == "off"
+        and (isinstance(role.actor, CommandActor) or "shell" in role.tools or role.mcp_servers)
     ]
 
 
