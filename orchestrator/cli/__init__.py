@@ -34,6 +34,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "schema",
         "Print the JSON Schema of the graph file format.",
     ),
+    "mcp": (
+        "orchestrator.cli.mcp",
+        "mcp",
+        "Serve orchestrator's tools over MCP (stdio), for coding agents.",
+    ),
     "worker": (
         "orchestrator.cli.worker",
         "worker",
