@@ -14,10 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-import pytest
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from tests.mcp_helpers import require_mcp
+
+require_mcp()
+
+import anyio  # noqa: E402  (after the check: the extra brings anyio)
+import pytest  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDING = REPO / "examples" / "solve-issue.recording.yaml"
