@@ -239,3 +239,44 @@ def test_validate_reports_a_missing_function_at_the_role_line(project: Path) -> 
     assert "has no function 'do'" in found[1][2]
     assert not marker.exists()  # validating ran none of the module's code
     assert load_graph(project / "pick.yaml").roles["doer"].folder == str(project)
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            'actor: { pyton: "a:b" }',
+            ["unknown key 'pyton' in roles.r.actor", "did you mean 'python'"],
+        ),
+        ('actor: { python: "nocolon" }', ["must be package.module:function"]),
+        ("tools: [read, browse]", ["unknown tool set 'browse'"]),
+        ('tools: [{ pyhton: "a:b" }]', ["unknown key 'pyhton' in roles.r.tools.0", "'python'"]),
+        ("tools: [{ mcp: { comand: [x] } }]", ["unknown key 'comand'", "did you mean 'command'"]),
+        ('tools: [{ python: "nowhere_at_all:f" }]', ["cannot find module 'nowhere_at_all'"]),
+    ],
+)
+def test_a_bad_entry_is_reported_against_its_own_form(
+    tmp_path: Path, entry: str, expected: list[str]
+) -> None:
+    text = textwrap.dedent(
+        """\
+        name: g
+        description: d
+        roles:
+          r:
+            description: r
+            goal: g
+            ENTRY
+            frontmatter: { type: object, properties: { x: { type: string } }, required: [x] }
+        graph:
+          $START: { _: { role: r, prompt: go } }
+          r: { _: { role: $END, prompt: "{{{x}}}" } }
+        """
+    ).replace("ENTRY", entry)
+    (tmp_path / "g.yaml").write_text(text)
+    problems = [p for p in lint_graph_file(tmp_path / "g.yaml") if p.severity == "error"]
+    shown = "\n".join(f"{p.message} {p.hint}" for p in problems)
+    assert problems and all(p.line == 7 for p in problems), shown
+    for words in expected:
+        assert words in shown
+    assert "unknown tool set '{" not in shown and len(problems) <= 2, shown

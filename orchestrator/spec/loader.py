@@ -17,7 +17,7 @@ import frontmatter as _frontmatter
 from pydantic import BaseModel, ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
-from .models import TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, Role
+from .models import TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, McpServer, Role
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
 GRAPH_SUFFIXES = (".yaml", ".yml")
@@ -240,6 +240,12 @@ def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> lis
     if not path:
         return list(model.model_fields)
     head = path[0]
+    if head == "roles" and len(path) == 4 and path[2] == "tools":
+        return ["python", "mcp"]
+    if head == "roles" and len(path) == 5 and path[2] == "tools" and path[4] == "mcp":
+        return list(McpServer.model_fields)
+    if head == "roles" and len(path) == 3 and path[2] == "actor":
+        return [*CommandActor.model_fields, "python"]
     if head in ("roles",) and len(path) >= 2:
         return list(Role.model_fields) if len(path) <= 3 else []
     if head == "graph" and len(path) >= 3:
@@ -328,6 +334,8 @@ def _message(err: Any) -> str:
     msg = str(err["msg"])
     if err["type"].startswith("literal_error") or "literal" in err["type"]:
         return msg.replace("Input should be", "must be")
+    if err["type"] == "string_pattern_mismatch" and ":" in str(err.get("ctx", {}).get("pattern")):
+        return "must be package.module:function (a module path, a colon, a function name)"
     if err["type"] == "string_pattern_mismatch":
         return "must be kebab-case (lowercase letters, digits and single hyphens)"
     return msg.replace("Input should be", "must be").replace("a valid dictionary", "a mapping")

@@ -11,7 +11,15 @@ import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    model_validator,
+)
 
 from .contract import Contract, derive_contract
 
@@ -51,7 +59,21 @@ class PythonActor(_Frozen):
     )
 
 
-Actor = Literal["anthropic", "human"] | CommandActor | PythonActor
+def _actor_kind(value: Any) -> str:
+    """Which form of `actor:` a value is, so a mistake is reported against that form only."""
+    if isinstance(value, PythonActor) or (isinstance(value, dict) and "python" in value):
+        return "Python"
+    if isinstance(value, CommandActor | dict):
+        return "Command"
+    return "Name"
+
+
+Actor = Annotated[
+    Annotated[Literal["anthropic", "human"], Tag("Name")]
+    | Annotated[CommandActor, Tag("Command")]
+    | Annotated[PythonActor, Tag("Python")],
+    Discriminator(_actor_kind),
+]
 
 
 class PythonTool(_Frozen):
@@ -83,7 +105,21 @@ class McpTool(_Frozen):
     mcp: McpServer
 
 
-ToolEntry = Literal["read", "edit", "shell"] | PythonTool | McpTool
+def _tool_kind(value: Any) -> str:
+    """Which form of a `tools:` entry a value is (see `_actor_kind`)."""
+    if isinstance(value, McpTool) or (isinstance(value, dict) and "mcp" in value):
+        return "Mcp"
+    if isinstance(value, PythonTool | dict):
+        return "Python"
+    return "Set"
+
+
+ToolEntry = Annotated[
+    Annotated[Literal["read", "edit", "shell"], Tag("Set")]
+    | Annotated[PythonTool, Tag("Python")]
+    | Annotated[McpTool, Tag("Mcp")],
+    Discriminator(_tool_kind),
+]
 
 
 class Sandbox(_Frozen):
