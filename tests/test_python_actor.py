@@ -280,3 +280,27 @@ def test_a_bad_entry_is_reported_against_its_own_form(
     for words in expected:
         assert words in shown
     assert "unknown tool set '{" not in shown and len(problems) <= 2, shown
+
+
+def test_a_credential_in_a_reply_or_an_error_never_reaches_the_store(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-ant-api03-" + "k3y" * 12
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    (project / "doer.py").write_text(
+        "import os\n\n"
+        "def do(call):\n"
+        "    if call.attempts or call.step > 2:\n"
+        "        raise RuntimeError('bad key ' + os.environ['ANTHROPIC_API_KEY'])\n"
+        "    return {'done': 'x', '$body': 'the key is ' + os.environ['ANTHROPIC_API_KEY']}\n"
+    )
+    store = SqliteStore(tmp_path / "store")
+    result = run_thread(
+        project / "pick.yaml", {"tasks": ["a", "b"]}, store=store, workspace=tmp_path / "ws"
+    )
+    assert result.state == "suspended" and "bad key" in (result.reason or "")
+    assert key not in (result.reason or "")
+    store.close()
+    for path in (tmp_path / "store").rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path

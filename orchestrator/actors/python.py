@@ -27,6 +27,7 @@ from ..core.events import SuspendKind
 from ..extract import format_reply
 from ..pyref import PyRefError, load
 from ..spec.reserved import SINGLE_EXIT
+from ..tools.scrub import Secrets
 from .base import ActorError, ActReply, ActRequest, Attempt, HistoryItem
 
 BODY_KEY = "$body"
@@ -88,6 +89,7 @@ class PythonActor:
                 SuspendKind.CONFIG,
             ) from None
         call = ActorCall.of(request)
+        secrets = Secrets.from_environment()
         try:
             if inspect.iscoroutinefunction(function):
                 result = await function(call)
@@ -99,9 +101,11 @@ class PythonActor:
             raise
         except Exception as exc:  # the function's own failure: the step suspends with it
             raise ActorError(
-                f"{self.ref} raised {type(exc).__name__}: {exc}", SuspendKind.ACTOR
+                secrets.redact(f"{self.ref} raised {type(exc).__name__}: {exc}"),
+                SuspendKind.ACTOR,
             ) from None
-        return ActReply(text=reply_text(self.ref, result), message=request.prompt)
+        # Redacted like a command actor's output: a credential never reaches the store.
+        return ActReply(text=secrets.redact(reply_text(self.ref, result)), message=request.prompt)
 
 
 def reply_text(ref: str, result: object) -> str:
