@@ -218,6 +218,8 @@ class ServerPool:
             found = self._servers.get(key)
             if found is not None and found.session is not None:
                 return found
+            if found is not None:  # it died since: start it again
+                await found.stop()
             server = Server(spec, _argv(spec, cwd, sandbox, role), _environment(spec), cwd)
             await server.start()
             self._servers[key] = server
