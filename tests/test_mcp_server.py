@@ -71,6 +71,30 @@ graph:
 """
 
 
+FLAKY = """\
+name: flaky
+description: A Python step that fails while a file says so.
+roles:
+  checker:
+    description: Checks
+    goal: Check.
+    actor: { python: "flaky:check" }
+    frontmatter: { type: object, properties: { ok: { type: boolean } }, required: [ok] }
+graph:
+  $START:
+    _: { role: checker, prompt: go }
+  checker:
+    _: { role: $END, prompt: "ok={{ok}}" }
+"""
+
+FLAKY_PY = """\
+def check(call):
+    if (call.workspace / "broken").exists():
+        raise RuntimeError("the workspace is broken")
+    return {"ok": True}
+"""
+
+
 def text_of(result: Any) -> str:
     return "\n".join(block.text for block in result.content if block.type == "text")
 
@@ -88,6 +112,8 @@ def run_session(tmp_path: Path, script: Any) -> Any:
     (project / "graphs").mkdir(parents=True)
     (project / "graphs" / "ask.yaml").write_text(ASK)
     (project / "graphs" / "broken.yaml").write_text(BROKEN)
+    (project / "graphs" / "flaky.yaml").write_text(FLAKY)
+    (project / "graphs" / "flaky.py").write_text(FLAKY_PY)
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "orchestrator", "mcp", "--store", str(tmp_path / "store")],
@@ -167,6 +193,21 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
         seen["resume_cancelled"] = await session.call_tool(
             "resume_thread", {"thread": other["thread"]}
         )
+        flaky_ws = tmp_path / "flaky-ws"
+        flaky_ws.mkdir()
+        (flaky_ws / "broken").write_text("")
+        seen["flaky"] = data_of(
+            await session.call_tool(
+                "start_thread",
+                {"graph": "flaky", "inputs": {"task": "check"}, "workspace": str(flaky_ws)},
+            )
+        )
+        (flaky_ws / "broken").unlink()
+        seen["resumed"] = data_of(
+            await session.call_tool(
+                "resume_thread", {"thread": seen["flaky"]["thread"], "message": "fixed"}
+            )
+        )
         seen["unknown_thread"] = await session.call_tool("thread_state", {"thread": "nope"})
         seen["unknown_graph"] = await session.call_tool("start_thread", {"graph": "no-such"})
         seen["bad_inputs"] = await session.call_tool(
@@ -216,7 +257,10 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
     assert "no thread 'nope'" in text_of(seen["unknown_thread"])
     assert "no graph named 'no-such'" in text_of(seen["unknown_graph"])
     assert "tsak" in text_of(seen["bad_inputs"])
-    assert len(seen["listed"]) == 3
+    assert seen["flaky"]["state"] == "suspended"
+    assert "flaky:check raised RuntimeError: the workspace is broken" in seen["flaky"]["reason"]
+    assert (seen["resumed"]["state"], seen["resumed"]["final"]) == ("completed", "ok=true")
+    assert len(seen["listed"]) == 4
 
 
 def test_orchestrator_mcp_help_needs_no_server() -> None:
