@@ -137,9 +137,9 @@ _loaded: dict[tuple[str, str, float], Callable[..., Any]] = {}
 
 def load(ref: str, folder: str | Path | None) -> Callable[..., Any]:
     """The function a reference names, imported (see the module docstring)."""
-    module, function = split(ref)
-    file, local = _module_file(module, folder)  # no source parsing: the import will tell
-    found = Found(module, function, file, local)
+    module_name, function_name = split(ref)
+    file, local = _module_file(module_name, folder)  # no source parsing: the import will tell
+    found = Found(module_name, function_name, file, local)
     key = (ref, str(folder or ""), _mtime(found.file))
     with _lock:
         if key in _loaded:
