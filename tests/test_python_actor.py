@@ -304,3 +304,44 @@ def test_a_credential_in_a_reply_or_an_error_never_reaches_the_store(
     for path in (tmp_path / "store").rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
+
+
+ONE = """\
+name: one
+description: One Python step
+roles:
+  only:
+    description: Says a number
+    goal: Say.
+    actor: { python: "helpers:say" }
+    frontmatter: { type: object, properties: { n: { type: integer } }, required: [n] }
+graph:
+  $START: { _: { role: only, prompt: go } }
+  only: { _: { role: $END, prompt: "said {{n}}" } }
+"""
+
+
+def test_the_command_line_runs_validates_and_suspends_a_python_actor(tmp_path: Path) -> None:
+    from tests.cli_helpers import Project  # why: the CLI helpers, for this test only
+
+    project = Project(tmp_path)
+    project.graph(ONE, "one")
+    helpers = project.root / "graphs" / "helpers.py"
+    helpers.write_text("def say(call):\n    return {'n': len(call.inputs['task'])}\n")
+
+    ran = project.run("run", "one", "four", "--workspace", str(tmp_path))
+    assert ran.returncode == 0, ran.stderr
+    assert "said 4" in ran.stdout
+
+    helpers.write_text("def say(call):\n    raise ValueError('no numbers today')\n")
+    failed = project.run("run", "one", "four", "--workspace", str(tmp_path))
+    assert failed.returncode == 3
+    assert "helpers:say raised ValueError: no numbers today" in failed.stderr
+    assert "Traceback" not in failed.stderr + failed.stdout
+
+    helpers.write_text("def speak(call):\n    return {'n': 1}\n")
+    checked = project.run("validate", "graphs/one.yaml")
+    assert checked.returncode == 1
+    assert "graphs/one.yaml:7:" in checked.stdout + checked.stderr
+    assert "error[unknown-python]" in checked.stdout + checked.stderr
+    assert "has no function 'say'" in checked.stdout + checked.stderr
