@@ -218,3 +218,57 @@ def test_a_missing_variable_in_env_suspends(
     )
     assert result.state == "suspended"
     assert "${NOPE_TOKEN}, which is not set" in (result.reason or "")
+
+
+PAGED_SERVER = '''\
+from mcp.server import MCPServer
+from mcp.types import ListToolsResult
+
+
+class Paged(MCPServer):
+    """Lists its tools one per page, as a server with many tools does."""
+
+    async def _handle_list_tools(self, ctx, params):
+        tools = await self.list_tools()
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        more = str(start + 1) if start + 1 < len(tools) else None
+        return ListToolsResult(tools=tools[start : start + 1], next_cursor=more)
+
+
+server = Paged("paged")
+
+
+@server.tool()
+def first() -> str:
+    """One."""
+    return "1"
+
+
+@server.tool()
+def second() -> str:
+    """Two."""
+    return "2"
+
+
+server.run()
+'''
+
+
+def test_every_page_of_a_servers_tool_list_is_offered(
+    server: FakeAnthropic, project: Path, tmp_path: Path
+) -> None:
+    (project / "paged.py").write_text(PAGED_SERVER)
+    server.reply(
+        FakeResponse.tool_use("pages__second", {}), FakeResponse.text("---\nwords: 2\n---\n")
+    )
+    entry = f"[{{mcp: {{command: [{sys.executable}, {project / 'paged.py'}], name: pages}}}}]"
+    result = run_thread(
+        graph(project, entry),
+        {"task": "count"},
+        store=tmp_path / "store",
+        workspace=tmp_path / "ws",
+    )
+    assert result.state == "completed", result.reason
+    bodies = server.message_requests
+    assert [t["name"] for t in bodies[0]["tools"]] == ["pages__first", "pages__second"]
+    assert tool_results(bodies[1])[0]["content"] == "2"

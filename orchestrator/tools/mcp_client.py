@@ -146,10 +146,14 @@ class Server:
             self.session = None
 
     async def _list_tools(self, session: Any) -> list[McpTool]:
+        # Deferred: the optional extra, as in _run.
+        from mcp.types import PaginatedRequestParams
+
         tools: list[McpTool] = []
         cursor = None
         while True:
-            page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
             for tool in page.tools:
                 tools.append(
                     McpTool(
