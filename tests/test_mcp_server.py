@@ -208,6 +208,26 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
                 "resume_thread", {"thread": seen["flaky"]["thread"], "message": "fixed"}
             )
         )
+        background = data_of(
+            await session.call_tool(
+                "start_thread",
+                {
+                    "graph": "flaky",
+                    "inputs": {"task": "later"},
+                    "workspace": str(flaky_ws),
+                    "wait_seconds": 0,
+                },
+            )
+        )
+        seen["background"] = background
+        for _ in range(200):  # it runs on in the server; ask until it has stopped
+            state = data_of(
+                await session.call_tool("thread_state", {"thread": background["thread"]})
+            )
+            if state["state"] != "running":
+                break
+            await anyio.sleep(0.05)
+        seen["background_done"] = state
         seen["unknown_thread"] = await session.call_tool("thread_state", {"thread": "nope"})
         seen["unknown_graph"] = await session.call_tool("start_thread", {"graph": "no-such"})
         seen["bad_inputs"] = await session.call_tool(
@@ -260,7 +280,9 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
     assert seen["flaky"]["state"] == "suspended"
     assert "flaky:check raised RuntimeError: the workspace is broken" in seen["flaky"]["reason"]
     assert (seen["resumed"]["state"], seen["resumed"]["final"]) == ("completed", "ok=true")
-    assert len(seen["listed"]) == 4
+    assert seen["background"]["state"] == "running"
+    assert seen["background_done"]["state"] == "completed"
+    assert len(seen["listed"]) == 5
 
 
 def test_orchestrator_mcp_help_needs_no_server() -> None:
