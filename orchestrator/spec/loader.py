@@ -17,7 +17,8 @@ import frontmatter as _frontmatter
 from pydantic import BaseModel, ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
-from .models import TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, McpServer, Role
+from .actor_specs import entry_fields, folder_of
+from .models import TOOL_SETS, Defaults, Edge, Graph, Limits, Role
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
 GRAPH_SUFFIXES = (".yaml", ".yml")
@@ -240,12 +241,8 @@ def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> lis
     if not path:
         return list(model.model_fields)
     head = path[0]
-    if head == "roles" and len(path) == 4 and path[2] == "tools":
-        return ["python", "mcp"]
-    if head == "roles" and len(path) == 5 and path[2] == "tools" and path[4] == "mcp":
-        return list(McpServer.model_fields)
-    if head == "roles" and len(path) == 3 and path[2] == "actor":
-        return [*CommandActor.model_fields, "python"]
+    if (fields := entry_fields(path)) is not None:
+        return fields
     if head in ("roles",) and len(path) >= 2:
         return list(Role.model_fields) if len(path) <= 3 else []
     if head == "graph" and len(path) >= 3:
@@ -254,8 +251,6 @@ def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> lis
         return list(Defaults.model_fields)
     if head == "limits":
         return list(Limits.model_fields)
-    if head == "actor" or (len(path) >= 3 and path[2] == "actor"):
-        return list(CommandActor.model_fields)
     return list(model.model_fields)
 
 
@@ -313,8 +308,7 @@ def problems_from_validation(
                 col,
                 "bad-type",
                 "error",
-                f"{dotted}: must be 'anthropic', 'human', {{command: [argv...]}} or "
-                "{python: 'module:function'}",
+                f"{dotted}: must be 'anthropic', 'human', {{command: [argv]}} or {{python: m:f}}",
             )
         else:
             file, line, col = locate(path, False)
@@ -334,8 +328,6 @@ def _message(err: Any) -> str:
     msg = str(err["msg"])
     if err["type"].startswith("literal_error") or "literal" in err["type"]:
         return msg.replace("Input should be", "must be")
-    if err["type"] == "string_pattern_mismatch" and ":" in str(err.get("ctx", {}).get("pattern")):
-        return "must be package.module:function (a module path, a colon, a function name)"
     if err["type"] == "string_pattern_mismatch":
         return "must be kebab-case (lowercase letters, digits and single hyphens)"
     return msg.replace("Input should be", "must be").replace("a valid dictionary", "a mapping")
@@ -393,8 +385,7 @@ def build_graph(data: Any, smap: SourceMap, path: Path | None) -> Graph:
     graph._source = smap
     graph._path = str(path) if path is not None else None
     for name, role in graph.roles.items():
-        role._name = name
-        role._folder = str(Path(path).resolve().parent) if path is not None else None
+        role._name, role._folder = name, folder_of(path)
     return graph
 
 

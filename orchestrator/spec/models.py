@@ -14,13 +14,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Discriminator,
     Field,
     PrivateAttr,
-    Tag,
     model_validator,
 )
 
+# The forms of `actor:` and of a `tools:` entry, importable from here as the other models.
+from .actor_specs import Actor as Actor
+from .actor_specs import CommandActor as CommandActor
+from .actor_specs import McpServer as McpServer
+from .actor_specs import McpTool as McpTool
+from .actor_specs import PythonActor as PythonActor
+from .actor_specs import PythonTool as PythonTool
+from .actor_specs import ToolEntry as ToolEntry
 from .contract import Contract, derive_contract
 
 # The reserved names, importable from here as they always were.
@@ -38,88 +44,6 @@ TOOL_SETS = ("read", "edit", "shell")
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CommandActor(_Frozen):
-    """An external agent process: the prompt on stdin, the reply on stdout."""
-
-    command: list[str] = Field(min_length=1, description="argv of the process")
-    timeout: float = Field(600.0, gt=0, description="seconds before the process is killed")
-
-
-PY_REF = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
-
-
-class PythonActor(_Frozen):
-    """A Python function plays the role (docs/actors.md): `package.module:function`."""
-
-    python: str = Field(
-        pattern=PY_REF,
-        description="`package.module:function`, importable from the graph's folder or installed",
-    )
-
-
-def _actor_kind(value: Any) -> str:
-    """Which form of `actor:` a value is, so a mistake is reported against that form only."""
-    if isinstance(value, PythonActor) or (isinstance(value, dict) and "python" in value):
-        return "Python"
-    if isinstance(value, CommandActor | dict):
-        return "Command"
-    return "Name"
-
-
-Actor = Annotated[
-    Annotated[Literal["anthropic", "human"], Tag("Name")]
-    | Annotated[CommandActor, Tag("Command")]
-    | Annotated[PythonActor, Tag("Python")],
-    Discriminator(_actor_kind),
-]
-
-
-class PythonTool(_Frozen):
-    """A Python function offered to the model as a tool (docs/actors.md)."""
-
-    python: str = Field(
-        pattern=PY_REF,
-        description="`package.module:function`; its signature and docstring give the schema",
-    )
-
-
-class McpServer(_Frozen):
-    """A stdio MCP server started for the thread (docs/actors.md)."""
-
-    command: list[str] = Field(min_length=1, description="argv of the server")
-    env: dict[str, str] = Field(
-        default_factory=dict,
-        description="the server's extra environment; `${NAME}` takes NAME from the "
-        "orchestrator's environment (the only way a secret reaches the server)",
-    )
-    name: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z0-9_-]{1,32}$",
-        description="the SERVER in SERVER__TOOL (default: the name the server gives itself)",
-    )
-
-
-class McpTool(_Frozen):
-    mcp: McpServer
-
-
-def _tool_kind(value: Any) -> str:
-    """Which form of a `tools:` entry a value is (see `_actor_kind`)."""
-    if isinstance(value, McpTool) or (isinstance(value, dict) and "mcp" in value):
-        return "Mcp"
-    if isinstance(value, PythonTool | dict):
-        return "Python"
-    return "Set"
-
-
-ToolEntry = Annotated[
-    Annotated[Literal["read", "edit", "shell"], Tag("Set")]
-    | Annotated[PythonTool, Tag("Python")]
-    | Annotated[McpTool, Tag("Mcp")],
-    Discriminator(_tool_kind),
-]
 
 
 class Sandbox(_Frozen):
