@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "ActorCall",
     "ExtractError",
     "Graph",
     "GraphError",
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 _EXPORTS = {
+    "ActorCall": "orchestrator.actors.python",
     "load_graph": "orchestrator.spec.loader",
     "Graph": "orchestrator.spec.models",
     "GraphError": "orchestrator.problems",
@@ -58,6 +60,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from orchestrator.actors.python import ActorCall
     from orchestrator.core.outcomes import Refused
     from orchestrator.extract import ExtractError, Output, extract_output
     from orchestrator.linter import lint

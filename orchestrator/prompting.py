@@ -75,7 +75,12 @@ def _build_system_prompt(role: Role, role_name: str) -> str:
 
 
 def _tools_section(role: Role) -> str:
-    if not role.tools:
+    if not role.tool_sets:
+        if role.tools:  # Python or MCP tools only: their definitions say what they do
+            return (
+                "## Tools\nYou have the tools listed with this request; use them as their "
+                "descriptions say, then write your final reply as described below."
+            )
         return "## Tools\nYou have no tools in this role: work from the conversation alone."
     lines = [
         "## Tools",
@@ -83,7 +88,7 @@ def _tools_section(role: Role) -> str:
         "workspace root; paths that lead outside it (`..`, absolute paths elsewhere, symlinks "
         "pointing out) are refused. With these tools you can:",
     ]
-    sets = list(role.tools)
+    sets = list(role.tool_sets)
     if "edit" in sets and "read" not in sets:
         sets.insert(0, "read")
     lines += [f"- {TOOL_NOTES[name]}" for name in ("read", "edit", "shell") if name in sets]
@@ -301,7 +306,7 @@ def visit_message(request: ActRequest, budget: int = HISTORY_BUDGET) -> str:
     parts = ["# Task\n\n" + render_inputs(request.inputs)]
     if request.history:
         parts.append("# Since you last spoke\n\n" + render_history(request.history, budget))
-    if request.role.tools:
+    if request.role.tool_sets:
         parts.append(
             f"# Workspace\n\nYour tools act in `{request.workspace.resolve()}`; "
             "give paths relative to it."

@@ -147,8 +147,15 @@ def find_repo(path: str | os.PathLike[str]) -> Path | None:
 
 
 def needs_isolation(graph: Any) -> bool:
-    """True when some role of the graph may edit files or run commands."""
-    return any(ISOLATING_TOOLS & set(role.tools) for role in graph.roles.values())
+    """True when some role of the graph may edit files or run commands: the edit or shell tool
+    sets, a Python actor, Python or MCP tools (code that gets the workspace)."""
+    return any(
+        ISOLATING_TOOLS & set(role.tool_sets)
+        or role.python_tools
+        or role.mcp_servers
+        or getattr(role.actor, "python", None)
+        for role in graph.roles.values()
+    )
 
 
 def head_commit(repo: Path) -> str | None:

@@ -45,7 +45,9 @@ from typing import TYPE_CHECKING, Any
 from ..model_config import ModelConfigError, cost_usd, resolve_model
 from ..prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_message
 from ..tools import ToolBox, tool_definitions
+from ..tools.role_tools import ToolSetupFailed, extra_tools
 from ..tools.scrub import Secrets
+from ..tools.toolbox import ExtraTool
 from .base import ActorError, ActReply, ActRequest, Usage
 from .progress import StepProgress
 from .shrink import shrink_conversation, too_long
@@ -142,7 +144,11 @@ class AnthropicActor:
     async def play(self, request: ActRequest) -> ActReply:
         spent = _Spent()
         try:
-            return await self._play(request, spent)
+            # The role's Python and MCP tools; its MCP servers live as long as the thread.
+            async with extra_tools(request.role, request.role_name, request.workspace) as extra:
+                return await self._play(request, spent, extra)
+        except ToolSetupFailed as exc:
+            raise ActorError(exc.message, exc.kind) from None
         except ActorError as exc:
             raise ActorError(
                 exc.message, exc.kind, usage=spent.usage, cost_usd=spent.cost()
@@ -166,23 +172,24 @@ class AnthropicActor:
 
     # ------------------------------------------------------------------ one step
 
-    async def _play(self, request: ActRequest, spent: _Spent) -> ActReply:
+    async def _play(self, request: ActRequest, spent: _Spent, extra: list[ExtraTool]) -> ActReply:
         client = self._get_client()
         role = request.role
         # The request carries the role's settings already resolved (run/actors.py: model_settings).
         model = resolve_model(request.model or self.default_model)
         system = system_prompt(role, request.role_name)
-        tools = tool_definitions(role)
+        tools = tool_definitions(role) + [tool.definition() for tool in extra]
         message = visit_message(request, self.history_budget)
         conversation = build_conversation(request, message)
         earlier = len(request.previous_visits)  # the visits at the head of the conversation
         toolbox = ToolBox(
             request.workspace,
-            role.tools,
+            role.tool_sets,
             shell_timeout=self.shell_timeout,
             secrets=self._secret,
             sandbox=role.sandbox,
             role_name=request.role_name,
+            extra=extra,
         )
         usage = Usage()
         tool_calls = 0

@@ -44,6 +44,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve",
         "Watch threads in a web browser, live; answer, resume, cancel.",
     ),
+    "mcp": (
+        "orchestrator.cli.mcp",
+        "mcp",
+        "Serve orchestrator's tools over MCP (stdio), for coding agents.",
+    ),
     "worker": (
         "orchestrator.cli.worker",
         "worker",

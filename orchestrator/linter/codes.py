@@ -23,6 +23,7 @@ CODES: dict[str, Severity] = {
     "unmapped-tool": "warning",
     "unmapped-model": "warning",
     "unreadable": "error",
+    "unknown-python": "error",
     # names and schemas
     "name-mismatch": "error",
     "reserved-name": "error",

@@ -17,6 +17,7 @@ from .codes import internal_error
 from .flow import check_reachability
 from .guards import check_guards
 from .names import check_names
+from .python_refs import check_python_refs
 from .schemas import check_schemas
 from .shape import check_edges, check_start_and_end
 from .templates import check_templates
@@ -30,6 +31,7 @@ PASSES: tuple[Callable[[GraphView], None], ...] = (
     check_reachability,
     check_guards,
     check_templates,
+    check_python_refs,
 )
 
 

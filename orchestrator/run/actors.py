@@ -7,7 +7,9 @@ from typing import Any
 
 from ..actors.command import CommandProcessActor
 from ..actors.human import HumanActor
+from ..actors.python import PythonActor
 from ..spec.models import CommandActor, Graph, Role
+from ..spec.models import PythonActor as PythonSpec
 from .options import ActorFor, RunOptions
 
 
@@ -36,6 +38,8 @@ def default_actor_for(options: RunOptions) -> ActorFor:
     def actor_for(name: str, role: Role) -> Any:
         if isinstance(role.actor, CommandActor):
             return CommandProcessActor(role.actor.command, timeout=role.actor.timeout)
+        if isinstance(role.actor, PythonSpec):
+            return PythonActor(role.actor.python, role.folder)
         if role.actor == "human":
             return HumanActor(interactive=options.interactive)
         if role.actor == "claude-code":

@@ -34,6 +34,7 @@ from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState
 from ..spec.models import Graph
 from ..store.base import EventStore, Owner, StoredEvent, StoreError, ThreadBusy
+from ..tools.mcp_client import thread_servers
 from .actors import default_actor_for
 from .children import run_child
 from .memory import SessionMemory
@@ -200,7 +201,8 @@ async def advance(
     try:
         if first is not None:
             await thread.judge(first)
-        await _loop(thread, actor_for or default_actor_for(options))
+        async with thread_servers():  # the thread's MCP servers stop when it stops here
+            await _loop(thread, actor_for or default_actor_for(options))
         if finish is not None:
             finish(thread.result())
     except (asyncio.CancelledError, KeyboardInterrupt):
@@ -255,7 +257,9 @@ def may_defer(graph: Graph, event: Event) -> bool:
         role is not None
         and role.graph is None  # a subgraph's child thread is made once its step is saved
         and role.actor == "anthropic"
-        and set(role.tools) <= {"read"}
+        and set(role.tool_sets) <= {"read"}  # Python and MCP tools may change anything
+        and not role.python_tools
+        and not role.mcp_servers
     )
 
 

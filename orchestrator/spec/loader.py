@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
 from . import subgraphs
+from .actor_specs import folder_of
 from .agentfiles import agent_layer, agent_ref
 from .models import Graph, Role
 from .reserved import GRAPH_SUFFIXES
@@ -270,7 +271,7 @@ def build_graph(
     graph._source = smap
     graph._path = str(path) if path is not None else None
     for name, role in graph.roles.items():
-        role._name = name
+        role._name, role._folder = name, folder_of(path)
     graph._subgraphs = children
     return graph
 

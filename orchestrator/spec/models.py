@@ -11,8 +11,22 @@ import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    model_validator,
+)
 
+# The forms of `actor:` and of a `tools:` entry, importable from here as the other models.
+from .actor_specs import Actor as Actor
+from .actor_specs import CommandActor as CommandActor
+from .actor_specs import McpServer as McpServer
+from .actor_specs import McpTool as McpTool
+from .actor_specs import PythonActor as PythonActor
+from .actor_specs import PythonTool as PythonTool
+from .actor_specs import ToolEntry as ToolEntry
 from .contract import Contract, derive_contract
 
 # The reserved names, importable from here as they always were.
@@ -31,16 +45,6 @@ MISSING_FIELD = "is missing required field"  # a role's goal or frontmatter, wit
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CommandActor(_Frozen):
-    """An external agent process: the prompt on stdin, the reply on stdout."""
-
-    command: list[str] = Field(min_length=1, description="argv of the process")
-    timeout: float = Field(600.0, gt=0, description="seconds before the process is killed")
-
-
-Actor = Literal["anthropic", "human", "claude-code"] | CommandActor
 
 
 class Sandbox(_Frozen):
@@ -110,7 +114,11 @@ class Role(_Frozen):
     model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
     max_tokens: int | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0, le=1)
-    tools: list[Literal["read", "edit", "shell"]] = Field(default_factory=list)
+    tools: list[ToolEntry] = Field(
+        default_factory=list,
+        description="tool sets (read, edit, shell), {python: module:function} and "
+        "{mcp: {command: [...]}} entries",
+    )
     actor: Actor = "anthropic"
     max_repairs: int = Field(2, ge=0)
     memory: Literal["session", "fresh"] = "session"
@@ -130,8 +138,10 @@ class Role(_Frozen):
         description="checked when a step of the role is about to start (section 13)",
     )
 
-    # Set by the loader: the role's key in the graph.
+    # Set by the loader: the role's key in the graph, and the folder of the graph's file
+    # (where `python:` actors and tools are imported from).
     _name: str = PrivateAttr("")
+    _folder: str | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _goal_or_graph(self) -> Role:
@@ -144,6 +154,23 @@ class Role(_Frozen):
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def folder(self) -> str | None:
+        return self._folder
+
+    @property
+    def tool_sets(self) -> tuple[str, ...]:
+        """The built-in tool sets the role has (read, edit, shell), without Python and MCP."""
+        return tuple(t for t in self.tools if isinstance(t, str))
+
+    @property
+    def python_tools(self) -> tuple[PythonTool, ...]:
+        return tuple(t for t in self.tools if isinstance(t, PythonTool))
+
+    @property
+    def mcp_servers(self) -> tuple[McpServer, ...]:
+        return tuple(t.mcp for t in self.tools if isinstance(t, McpTool))
 
     @cached_property
     def contract(self) -> Contract:

@@ -7,7 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..problems import Problem, did_you_mean
-from .models import MISSING_FIELD, TOOL_SETS, CommandActor, Defaults, Edge, Graph, Limits, Role
+from .actor_specs import entry_fields
+from .models import MISSING_FIELD, TOOL_SETS, Defaults, Edge, Graph, Limits, Role
 
 
 def _strip_union_tags(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
@@ -38,6 +39,8 @@ def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> lis
     if not path:
         return list(model.model_fields)
     head = path[0]
+    if (fields := entry_fields(path)) is not None:
+        return fields
     if head in ("roles",) and len(path) >= 2:
         return list(Role.model_fields) if len(path) <= 3 else []
     if head == "graph" and len(path) >= 3:
@@ -46,8 +49,6 @@ def _model_fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> lis
         return list(Defaults.model_fields)
     if head == "limits":
         return list(Limits.model_fields)
-    if head == "actor" or (len(path) >= 3 and path[2] == "actor"):
-        return list(CommandActor.model_fields)
     return list(model.model_fields)
 
 
@@ -107,7 +108,8 @@ def problems_from_validation(
                 col,
                 "bad-type",
                 "error",
-                f"{dotted}: must be 'anthropic', 'human', 'claude-code' or {{command: [argv...]}}",
+                f"{dotted}: must be 'anthropic', 'human', 'claude-code', {{command: [argv]}} or "
+                "{python: module:function}",
             )
         else:
             file, line, col = locate(path, False)

@@ -269,6 +269,8 @@ def needs_sandbox(role: Role) -> str | None:
         return "Claude Code"  # with `shell`, Claude Code's own sandbox runs its commands
     if role.actor == "anthropic" and "shell" in role.tools:
         return "shell commands"
+    if role.actor == "anthropic" and role.mcp_servers:
+        return "MCP servers"
     return None
 
 
@@ -277,7 +279,8 @@ def unsandboxed_roles(graph: Graph) -> list[str]:
     return [
         name
         for name, role in graph.roles.items()
-        if role.sandbox == "off" and (isinstance(role.actor, CommandActor) or "shell" in role.tools)
+        if role.sandbox == "off"
+        and (isinstance(role.actor, CommandActor) or "shell" in role.tools or role.mcp_servers)
     ]
 
 

@@ -12,9 +12,9 @@ shell runs in the role's sandbox (`sandbox.py`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..spec.models import Role, Sandbox
 from . import editor, search, shell
@@ -22,8 +22,19 @@ from .scrub import Secrets
 from .workspace import Workspace
 
 
+class ExtraTool(Protocol):
+    """A Python function or an MCP server's tool (`role_tools.py`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def definition(self) -> dict[str, Any]: ...
+
+    async def call(self, args: Any, workspace: Path) -> tuple[str, bool]: ...
+
+
 def tool_definitions(role: Role | Iterable[str]) -> list[dict[str, Any]]:
-    sets = set(role.tools if isinstance(role, Role) else role)
+    sets = set(role.tool_sets if isinstance(role, Role) else role)
     defs: list[dict[str, Any]] = []
     if sets & {"read", "edit"}:
         defs.append(editor.definition())
@@ -44,7 +55,9 @@ class ToolBox:
         secrets: tuple[str, ...] = (),
         sandbox: Sandbox | Literal["off"] | None = None,
         role_name: str = "",
+        extra: Sequence[ExtraTool] = (),
     ):
+        self.extra = {tool.name: tool for tool in extra}
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.tool_sets = frozenset(tool_sets)
         self.secrets = Secrets.from_environment(extra=secrets)
@@ -62,7 +75,7 @@ class ToolBox:
 
     @property
     def names(self) -> list[str]:
-        return [d["name"] for d in tool_definitions(self.tool_sets)]
+        return [d["name"] for d in tool_definitions(self.tool_sets)] + list(self.extra)
 
     async def run(self, name: str, args: Any) -> tuple[str, bool]:
         if name not in self.names:
@@ -71,7 +84,9 @@ class ToolBox:
         if not isinstance(args, dict):
             return "the tool input must be a JSON object", True
         try:
-            if name == editor.TOOL_NAME:
+            if name in self.extra:
+                text, is_error = await self.extra[name].call(args, self.workspace.root)
+            elif name == editor.TOOL_NAME:
                 text, is_error = self.editor.run(args)
             elif name == search.TOOL_NAME:
                 text, is_error = search.search(self.workspace, args, redact=self.secrets.redact)

@@ -1,0 +1,285 @@
+"""What `orchestrator mcp` can do, as plain async methods over the session layer.
+
+Each method takes JSON values and returns JSON values; what a caller did wrong (an unknown
+thread, a graph with errors, inputs that do not fit, an answer the role would refuse) raises
+`OperationFailed` with a sentence to show, which the server turns into a tool error. The server
+keeps running whatever a call does.
+
+Threads run in this process, in the background: `start_thread`, `answer_thread` and
+`resume_thread` wait up to `wait_seconds` for the thread to stop (complete, suspend, wait for a
+person, fail) and otherwise answer `running`; `thread_state` tells later how it went. They live
+in the same store as the command line's threads, so `orchestrator threads ...` sees them too.
+When the server stops, a thread still running is interrupted and can be resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ..core.events import ThreadStatus
+from ..core.outcomes import Refused
+from ..extract import format_reply
+from ..linter import lint
+from ..problems import GraphError
+from ..recording import RecordingError, load_recording
+from ..run.options import RunOptions, ThreadResult
+from ..run.preflight import InputError
+from ..run.session import Session, SessionError, open_store
+from ..spec.loader import GRAPH_SUFFIXES, bundled_graphs_dir, load_graph
+from ..spec.models import Graph
+from ..store.base import StoreError, ThreadBusy
+from ..story import story_json, story_text
+
+DEFAULT_WAIT = 60.0
+
+
+class OperationFailed(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class Operations:
+    def __init__(self, store: str | os.PathLike[str] | None = None, cwd: Path | None = None):
+        self.store_dir = store
+        self.cwd = (cwd or Path.cwd()).resolve()
+        self.notes: list[str] = []
+        self._session: Session | None = None
+        self._running: dict[str, asyncio.Task[ThreadResult]] = {}
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            self._session = Session(open_store(self.store_dir), notify=self.notes.append)
+        return self._session
+
+    # ------------------------------------------------------------------ graphs
+
+    async def list_graphs(self) -> list[dict[str, Any]]:
+        """The graphs in ./graphs of the server's folder, then the bundled ones."""
+        found: dict[str, dict[str, Any]] = {}
+        for folder, origin in ((self.cwd / "graphs", "project"), (bundled_graphs_dir(), "bundled")):
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.iterdir()):
+                if path.suffix not in GRAPH_SUFFIXES or path.stem in found:
+                    continue
+                entry: dict[str, Any] = {"name": path.stem, "path": str(path), "from": origin}
+                try:
+                    graph = load_graph(path)
+                    entry["description"] = graph.description
+                    entry["inputs"] = graph.input_schema
+                except GraphError as exc:
+                    entry["problems"] = len(exc.problems)
+                found[path.stem] = entry
+        return list(found.values())
+
+    async def validate_graph(self, graph: str) -> dict[str, Any]:
+        try:
+            loaded = self._load(graph, lint_it=False)
+            problems = lint(loaded)
+        except GraphError as exc:
+            problems = exc.problems
+        errors = sum(1 for p in problems if p.severity == "error")
+        return {
+            "graph": graph,
+            "valid": errors == 0,
+            "errors": errors,
+            "problems": [p.to_dict() for p in problems],
+        }
+
+    # ------------------------------------------------------------------ a thread's life
+
+    async def start_thread(
+        self,
+        graph: str,
+        inputs: dict[str, Any] | None = None,
+        workspace: str | None = None,
+        replay: str | None = None,
+        in_place: bool = False,
+        model: str | None = None,
+        wait_seconds: float = DEFAULT_WAIT,
+    ) -> dict[str, Any]:
+        loaded = self._load(graph)
+        recording = None
+        if replay is not None:
+            try:
+                recording = load_recording(self._path(replay))
+            except (RecordingError, OSError) as exc:
+                raise OperationFailed(f"cannot read the recording {replay}: {exc}") from None
+        values = dict(inputs or {})
+        if recording is not None and not values:
+            values = dict(recording.inputs)
+        with self._failures():
+            folder = self.session.preflight(
+                loaded,
+                workspace=self._path(workspace) if workspace else self.cwd,
+                replay=recording is not None,
+                model=model,
+            )
+            started = self.session.start(
+                loaded, values, folder=folder, in_place=in_place, replay=recording is not None
+            )
+        options = RunOptions(model=model, interactive=False)
+        return await self._run(
+            started.thread_id,
+            lambda: self.session.advance(
+                loaded, started.thread_id, options=options, replay=recording
+            ),
+            wait_seconds,
+        )
+
+    async def thread_state(self, thread: str) -> dict[str, Any]:
+        with self._failures():
+            row = self.session.thread(thread)
+            question = self.session.question(row.id)
+            data = story_json(row, self.session.events(row.id), question)
+        data.pop("events", None)
+        if row.id in self._running:
+            data["running_here"] = True
+        return data
+
+    async def thread_story(self, thread: str, full: bool = False) -> str:
+        with self._failures():
+            row = self.session.thread(thread)
+            question = self.session.question(row.id)
+            return story_text(row, self.session.events(row.id), question=question, full=full)
+
+    async def list_threads(self, state: str | None = None) -> list[dict[str, Any]]:
+        with self._failures():
+            return [row.to_dict() for row in self.session.threads(state)]
+
+    async def answer_thread(
+        self,
+        thread: str,
+        status: str | None = None,
+        fields: dict[str, Any] | None = None,
+        body: str = "",
+        text: str | None = None,
+        wait_seconds: float = DEFAULT_WAIT,
+    ) -> dict[str, Any]:
+        reply = text if text is not None else format_reply(status, dict(fields or {}), body)
+        with self._failures():
+            row = self.session.thread(thread)
+            graph = self.session.graph_for(row)
+            errors = self.session.check_answer(graph, row.id, reply)
+        if errors:
+            raise OperationFailed(
+                "the answer was not taken:\n" + "\n".join(f"- {e}" for e in errors)
+            )
+        return await self._run(
+            row.id,
+            lambda: self.session.answer(graph, row.id, reply, options=RunOptions()),
+            wait_seconds,
+        )
+
+    async def resume_thread(
+        self, thread: str, message: str | None = None, wait_seconds: float = DEFAULT_WAIT
+    ) -> dict[str, Any]:
+        with self._failures():
+            row = self.session.thread(thread)
+            graph = self.session.graph_for(row)
+        return await self._run(
+            row.id,
+            lambda: self.session.resume(graph, row.id, message=message, options=RunOptions()),
+            wait_seconds,
+        )
+
+    async def cancel_thread(
+        self, thread: str, reason: str = "cancelled by the user"
+    ) -> dict[str, Any]:
+        with self._failures():
+            row = self.session.cancel(thread, reason)
+        running = self._running.get(row.id)
+        if running is not None:  # its runner notices the cancel and stops the step in flight
+            await asyncio.wait({running}, timeout=30)
+        return row.to_dict()
+
+    async def close(self) -> None:
+        """Interrupt the threads still running here (they stay resumable)."""
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ------------------------------------------------------------------ helpers
+
+    async def _run(
+        self, thread_id: str, advance: Callable[[], Awaitable[ThreadResult]], wait: float
+    ) -> dict[str, Any]:
+        if thread_id in self._running and not self._running[thread_id].done():
+            raise OperationFailed(f"thread {thread_id} is already running in this server")
+        self.notes.clear()
+        task = asyncio.ensure_future(self._guarded(advance))
+        self._running[thread_id] = task
+        task.add_done_callback(lambda _: self._running.pop(thread_id, None))
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, wait))
+        if not done:
+            return {"thread": thread_id, "state": "running", "notes": list(self.notes)}
+        result = task.result()
+        data = result.to_dict()
+        if result.state == ThreadStatus.WAITING:
+            question = self.session.question(thread_id)
+            if question is not None:
+                data["waiting"] = question.to_dict()
+        if self.notes:
+            data["notes"] = list(self.notes)
+        return data
+
+    async def _guarded(self, advance: Callable[[], Awaitable[ThreadResult]]) -> ThreadResult:
+        try:
+            return await advance()
+        except Refused as exc:
+            raise OperationFailed(_refusal(exc)) from None
+        except (SessionError, ThreadBusy, StoreError, GraphError, InputError) as exc:
+            raise OperationFailed(_message(exc)) from None
+
+    def _load(self, graph: str, lint_it: bool = True) -> Graph:
+        by_path = "/" in graph or graph.endswith(GRAPH_SUFFIXES)
+        try:
+            loaded = load_graph(self._path(graph) if by_path else graph)
+        except GraphError as exc:
+            raise OperationFailed(_message(exc)) from None
+        if lint_it:
+            problems = [p for p in lint(loaded) if p.severity == "error"]
+            if problems:
+                raise OperationFailed(_message(GraphError(problems)))
+        return loaded
+
+    def _path(self, given: str) -> str:
+        path = Path(given).expanduser()
+        return str(path if path.is_absolute() else self.cwd / path)
+
+    def _failures(self) -> _Translate:
+        return _Translate()
+
+
+class _Translate:
+    """Turns the session's exceptions into `OperationFailed` with their message."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None or isinstance(exc, OperationFailed):
+            return
+        if isinstance(exc, Refused):
+            raise OperationFailed(_refusal(exc)) from None
+        if isinstance(exc, SessionError | ThreadBusy | StoreError | GraphError | InputError):
+            raise OperationFailed(_message(exc)) from None
+
+
+def _refusal(exc: Refused) -> str:
+    return exc.message + "".join(f"\n- {e}" for e in exc.errors)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, GraphError):
+        return "the graph has problems:\n" + "\n".join(p.format() for p in exc.problems)
+    if isinstance(exc, SessionError):
+        return exc.message + "".join("\n" + p.format() for p in exc.problems)
+    return str(getattr(exc, "message", None) or exc)
