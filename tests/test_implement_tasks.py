@@ -96,3 +96,37 @@ def test_a_broken_tasks_file_goes_back_to_the_task_planner(tmp_path: Path) -> No
     steps = session.view(result.thread_id).steps
     assert [s.role for s in steps[:3]] == ["task-planner", "picker", "task-planner"]
     assert "depends on 'T9', which is no task" in steps[2].prompt
+
+
+def test_the_readme_replay_of_the_recorded_loop_completes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "run",
+            "implement-tasks",
+            "--workspace",
+            str(repo / "examples" / "sample-repo"),
+            "-i",
+            f"spec=@{repo / 'examples' / 'tasks-spec.md'}",
+            "--replay",
+            str(repo / "examples" / "implement-tasks.recording.yaml"),
+            "--store",
+            str(tmp_path / "store"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["state"] == "completed"
+    assert result["final"] == 'Every task ended. Done: ["T1", "T2", "T3"]. Not done: [].'
+    assert not (repo / "examples" / "sample-repo" / "tasks.json").exists()  # a replay writes none
