@@ -6,8 +6,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import yaml
+from jsonschema import Draft202012Validator
+
 from orchestrator.linter import lint_graph_file
 from orchestrator.problems import Problem
+from orchestrator.spec.schema import graph_schema
 
 ROLES = """
 roles:
@@ -304,3 +308,45 @@ def test_a_graph_that_runs_itself(tmp_path: Path) -> None:
         tmp_path, SUBGRAPH.replace("EDGE", 'inputs: { topic: "x" }'), ROLES + SUB_ROLE, child
     )
     assert "graph-cycle" in codes(problems)
+
+
+# --------------------------------------------------------------------------- the worked examples
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def authoring_graphs() -> dict[str, str]:
+    """The complete graphs of docs/authoring.md's sections on subgraphs and fan-outs."""
+    text = (DOCS / "authoring.md").read_text(encoding="utf-8")
+    text = text[text.index("## 15. A graph as a role") :]
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    graphs = [b for b in blocks if b.startswith("name: ")]
+    return {b.split("\n", 1)[0].removeprefix("name: "): b for b in graphs}
+
+
+def test_the_worked_examples_are_clean_and_match_the_editor_schema(tmp_path: Path) -> None:
+    graphs = authoring_graphs()
+    assert set(graphs) == {"review-loop", "ship-feature", "docs-pass"}
+    folder = tmp_path / "graphs"
+    folder.mkdir()
+    for name, text in graphs.items():
+        (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
+    validator = Draft202012Validator(graph_schema())
+    for name, text in graphs.items():
+        assert lint_graph_file(folder / f"{name}.yaml") == [], name
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(text))]
+        assert errors == [], name
+
+
+def test_the_editor_schema_flags_misspelled_fan_out_keys_as_you_type() -> None:
+    validator = Draft202012Validator(graph_schema())
+    graph = yaml.safe_load(authoring_graphs()["docs-pass"])
+    edge = graph["graph"]["editor"]["_"]
+    assert list(validator.iter_errors(graph)) == []
+    edge["parallel"] = [{"role": "rewriter", "promt": "x"}]
+    assert ["promt" in e.message for e in validator.iter_errors(graph)] == [True]
+    del edge["parallel"]
+    edge["join"]["endng"] = "x"
+    assert ["endng" in e.message for e in validator.iter_errors(graph)] == [True]
+    graph["limits"]["max_parallel"] = 0
+    assert len(list(validator.iter_errors(graph))) == 2
