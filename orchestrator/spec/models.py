@@ -176,6 +176,10 @@ class Join(Target):
 
 
 class Edge(_Frozen):
+    # `as` is a Python keyword: the field is `as_`, written `as`; a dump (the Temporal codec,
+    # model_dump without by_alias) must load back, so both names are accepted.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
     role: str | None = Field(
         None, description="the next role, or $END (absent on a `parallel` edge)"
     )
