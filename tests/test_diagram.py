@@ -90,7 +90,7 @@ def mermaid_edges(text: str) -> list[tuple[str, str, str]]:
 
 
 def mermaid_nodes(text: str) -> dict[str, str]:
-    found = re.findall(r'^    (n\d+)\(?\["([^"]*)"\]\)?$', text, re.M)
+    found = re.findall(r'^ +(n\d+)\(?\["([^"]*)"\]\)?$', text, re.M)
     return {label: node for node, label in found}
 
 
@@ -237,3 +237,112 @@ def test_graph_command_reports_an_unknown_thread(
     result = run(str(tmp_path / "debate.yaml"), "--thread", "nope")
     assert result.exit_code == 2
     assert "cannot read thread 'nope'" in result.output
+
+
+# --------------------------------------------------------------------------- fan-outs, subgraphs
+
+FANOUT = """\
+name: fan
+description: fans out
+roles:
+  planner:
+    description: plans
+    goal: You plan.
+    frontmatter:
+      type: object
+      properties: { parts: { type: array }, plan: { type: string } }
+      required: [parts, plan]
+  writer:
+    description: writes
+    goal: You write.
+    frontmatter: { type: object }
+  checker:
+    description: checks
+    goal: You check.
+    frontmatter: { type: object }
+  review:
+    description: the review loop
+    graph: child
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan {{{$inputs.task}}}" }
+  planner:
+    _:
+      parallel:
+        - { role: writer, prompt: "Write {{{plan}}}" }
+        - { role: checker, prompt: "Check {{{plan}}}" }
+      join: { role: review, prompt: "{{#$branches}}{{{$body}}}{{/$branches}}" }
+  review:
+    done:
+      for_each: $steps.planner.parts
+      as: part
+      role: writer
+      prompt: "Write {{{part}}}"
+      join: { role: $END, ending: written, prompt: "{{#$branches}}{{{$body}}}{{/$branches}}" }
+"""
+
+CHILD = """\
+name: child
+description: the review loop
+roles:
+  w:
+    description: w
+    goal: g
+    frontmatter: { type: object }
+graph:
+  $START:
+    _: { role: w, prompt: "{{{$inputs.task}}}" }
+  w:
+    _: { role: $END, prompt: "ok" }
+"""
+
+
+@pytest.fixture
+def fan(tmp_path: Path) -> Graph:
+    (tmp_path / "child.yaml").write_text(CHILD, encoding="utf-8")
+    return graph_from(tmp_path, FANOUT, "fan")
+
+
+def test_mermaid_draws_a_fan_out_to_each_branch_and_on_to_the_join(fan: Graph) -> None:
+    text = to_mermaid(fan)
+    n = mermaid_nodes(text)
+    edges = set(mermaid_edges(text))
+    assert {
+        (n["planner"], "_", n["writer"]),
+        (n["planner"], "_", n["checker"]),
+        (n["writer"], "join", n["review"]),
+        (n["checker"], "join", n["review"]),
+        # a for_each is one branch, marked with its item; its join leads to $END
+        (n["review"], "done for each part", n["writer"]),
+        (n["writer"], "join (written)", n["$END"]),
+    } <= edges
+    assert len(edges) == 7  # and $START -> planner
+
+
+def test_mermaid_draws_a_subgraph_role_in_a_box_named_after_its_graph(fan: Graph) -> None:
+    text = to_mermaid(fan)
+    node = mermaid_nodes(text)["review"]
+    assert f'    subgraph s{node}["graph: child"]\n        {node}["review"]\n    end\n' in text
+
+
+def test_dot_draws_fan_outs_and_a_subgraph_cluster(fan: Graph) -> None:
+    text = to_dot(fan)
+    assert '"planner" -> "writer" [label="_"];' in text
+    assert '"checker" -> "review" [label="join"];' in text
+    assert '"review" -> "writer" [label="done for each part"];' in text
+    assert '"writer" -> "$END" [label="join (written)"];' in text
+    assert '    subgraph "cluster_review" {\n        label="graph: child";\n' in text
+    assert text.count("subgraph") == 1
+
+
+def test_a_taken_fan_out_highlights_its_branches_and_join(fan: Graph) -> None:
+    taken = [
+        ("$START", "_", "planner"),
+        ("planner", "_", "writer"),
+        ("planner", "_", "checker"),
+        ("planner", "_", "review"),
+    ]
+    dot = to_dot(fan, Taken.from_edges(taken))
+    assert '"planner" -> "checker" [label="_", color="#d62728"' in dot
+    assert '"checker" -> "review" [label="join", color="#d62728"' in dot
+    assert '"review" -> "writer" [label="done for each part"];' in dot

@@ -53,9 +53,51 @@ graph:
     _: { role: $END, prompt: "{{#result}}- {{{.}}}\\n{{/result}} after {{{$steps.planner.plan}}}" }
 """
 
+# Fan-out edges (docs/format.md section 15): `parallel` with a join into a role, and `for_each`.
+FANOUT = """
+name: fuzz
+description: a graph that fans out
+roles:
+  planner:
+    description: plans
+    goal: You plan.
+    frontmatter:
+      type: object
+      properties: { plan: { type: string }, parts: { type: array }, count: { type: integer } }
+      required: [plan, parts, count]
+  writer:
+    description: writes
+    goal: You write.
+    frontmatter: { type: object, properties: { text: { type: string } }, required: [text] }
+  checker:
+    description: checks
+    goal: You check.
+    frontmatter: { type: object, properties: { $status: { enum: [ok, bad] } }, required: [$status] }
+  editor:
+    description: edits
+    goal: You edit.
+    frontmatter: { type: object }
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan {{{$inputs.task}}}" }
+  planner:
+    _:
+      parallel:
+        - { role: writer, prompt: "Write {{{plan}}}" }
+        - { role: checker, prompt: "Check {{{plan}}}" }
+      join: { role: editor, prompt: "{{#$branches}}{{{$body}}}{{/$branches}} {{{$steps.writer.text}}}" }
+  editor:
+    _:
+      for_each: $steps.planner.parts
+      as: part
+      role: writer
+      prompt: "Write {{{part}}}"
+      join: { role: $END, ending: written, prompt: "{{#$branches}}{{{$body}}}{{/$branches}}" }
+"""
+
 
 def _bases() -> list[dict[str, Any]]:
-    texts = [SMALL, (CASES / "clean-reference.yaml").read_text(encoding="utf-8")]
+    texts = [SMALL, FANOUT, (CASES / "clean-reference.yaml").read_text(encoding="utf-8")]
     for name in ("examples/debate.yaml", "examples/solve-issue.yaml"):
         if (CORPUS / name).is_file():
             texts.append((CORPUS / name).read_text(encoding="utf-8"))
@@ -252,6 +294,70 @@ def test_a_broken_template_is_reported(
     code, problems = validate(write_data(folder, graph))
     assert code == 1
     assert {"template-syntax", "template-var"} & {p["code"] for p in problems}
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_broken_fan_out_is_reported(folder: Path, data: st.DataObject) -> None:
+    graph = yaml.safe_load(FANOUT)
+    parallel = graph["graph"]["planner"]["_"]
+    for_each = graph["graph"]["editor"]["_"]
+    breakages = [
+        ("for_each", for_each, "for_each", "count"),  # a field that is not a list
+        ("for_each", for_each, "for_each", "$steps.planner.nothing"),
+        ("template", for_each, "prompt", "{{{item}}}"),  # `as: part` renames the item
+        ("template", parallel["join"], "prompt", "{{{part}}}"),  # the item is not seen here
+        ("template", parallel["parallel"][0], "prompt", "{{{text}}}"),  # the branch's own
+        ("branch", graph["graph"], "writer", {"_": {"role": "$END", "prompt": "x"}}),
+        ("shape", parallel, "join", None),
+        ("shape", parallel, "role", "editor"),
+        ("shape", for_each, "as", "not a name"),
+        ("inputs", for_each, "inputs", {"x": "y"}),
+    ]
+    kind, parent, key, value = data.draw(st.sampled_from(breakages))
+    if value is None:
+        del parent[key]
+    else:
+        parent[key] = value
+    code, problems = validate(write_data(folder, graph))
+    assert code == 1
+    found = {p["code"] for p in problems}
+    expected = {
+        "for_each": {"for-each-not-list"},
+        "template": {"template-var"},
+        "branch": {"branch-has-edges"},
+        "shape": {"bad-type", "unknown-key", "missing-field"},
+        "inputs": {"inputs-not-subgraph"},
+    }[kind]
+    assert expected & found, problems
+
+
+@FUZZ
+@given(data=st.data(), value=VALUES)
+def test_any_value_under_a_fan_out_key_ends_cleanly(
+    folder: Path, data: st.DataObject, value: Any
+) -> None:
+    graph = yaml.safe_load(FANOUT)
+    parallel = graph["graph"]["planner"]["_"]
+    for_each = graph["graph"]["editor"]["_"]
+    parent, key = data.draw(
+        st.sampled_from(
+            [
+                (parallel, "parallel"),
+                (parallel, "join"),
+                (parallel["parallel"][1], "role"),
+                (parallel["join"], "inputs"),
+                (for_each, "for_each"),
+                (for_each, "as"),
+                (for_each, "inputs"),
+                (for_each["join"], "ending"),
+                (graph["roles"]["editor"], "graph"),
+                (graph.setdefault("limits", {}), "max_parallel"),
+            ]
+        )
+    )
+    parent[key] = value
+    validate(write_data(folder, graph), data.draw(st.sampled_from(["json", "text"])))
 
 
 # --------------------------------------------------------------------------- anything at all

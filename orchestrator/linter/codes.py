@@ -24,6 +24,8 @@ CODES: dict[str, Severity] = {
     "unmapped-model": "warning",
     "unreadable": "error",
     "unknown-python": "error",
+    "unknown-graph": "error",
+    "graph-cycle": "error",
     # names and schemas
     "name-mismatch": "error",
     "reserved-name": "error",
@@ -45,6 +47,12 @@ CODES: dict[str, Severity] = {
     "guard-var": "error",
     "guard-no-default": "error",
     "misplaced-ending": "error",
+    # fan-outs and subgraphs
+    "branch-has-edges": "error",
+    "for-each-not-list": "error",
+    "inputs-not-subgraph": "error",
+    "missing-input": "error",
+    "unknown-input": "error",
     # templates
     "template-syntax": "error",
     "template-var": "error",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..spec.models import END, RESUME, START
-from .view import GraphView, ResolvedEdge
+from .view import EdgeKind, GraphView, ResolvedEdge
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def flow(view: GraphView) -> dict[str, Facts]:
     todo = [START]
     while todo:
         for edge in successors.get(todo.pop(), ()):
-            out = edge_facts(edge, state)
+            out = edge_facts(edge, state, view)
             target = edge.role_target
             if out is None or target is None:
                 continue
@@ -66,10 +66,26 @@ def flow(view: GraphView) -> dict[str, Facts]:
     return state
 
 
-def edge_facts(edge: ResolvedEdge, state: Mapping[str, Facts]) -> Facts | None:
-    """What holds right after the edge is taken (when its template renders); None: never taken."""
+def edge_facts(
+    edge: ResolvedEdge, state: Mapping[str, Facts], view: GraphView | None = None
+) -> Facts | None:
+    """What holds right after the edge is taken (when its template renders); None: never taken.
+
+    A join edge is taken once every branch committed: a `parallel` edge's branch roles have
+    surely run, a `for_each` edge's may have (its list may be empty); either may have replied
+    any of its statuses. A fan-out's `$START` edge has no source step.
+    """
     if edge.source == START:
-        return state.get(END) if edge.status == RESUME else EMPTY_FACTS
-    if edge.role_source is None or edge.role_source not in state:
+        facts = state.get(END) if edge.status == RESUME else EMPTY_FACTS
+    elif edge.role_source is None or edge.role_source not in state:
         return None
-    return state[edge.role_source].after(edge.role_source, edge.status)
+    else:
+        facts = state[edge.role_source].after(edge.role_source, edge.status)
+    if facts is None or edge.kind is not EdgeKind.JOIN or view is None:
+        return facts
+    latest = dict(facts.latest)
+    for role in edge.joined:
+        statuses = view.statuses(role) or []
+        latest[role] = latest.get(role, frozenset()) | frozenset(statuses)
+    ran = facts.ran | set(edge.joined) if edge.joined_surely else facts.ran
+    return Facts(frozenset(ran), latest)

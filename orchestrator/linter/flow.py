@@ -8,7 +8,7 @@ that can be taken reaches `$END` would loop until a limit suspends the thread.
 from __future__ import annotations
 
 from ..spec.models import END, SINGLE_EXIT, START
-from .view import GraphView
+from .view import EdgeKind, GraphView
 
 
 def reachable_roles(view: GraphView) -> set[str]:
@@ -30,7 +30,9 @@ def reachable_roles(view: GraphView) -> set[str]:
 
 def check_reachability(view: GraphView) -> None:
     first = view.graph.edge(START, SINGLE_EXIT)
-    if first is None or (first.role != END and view.role_of(first.role) is None):
+    if first is None or any(
+        t.role != END and view.role_of(t.role) is None for t in first.targets()
+    ):
         return  # start-edge or unknown-role is reported; everything would be unreachable
     reachable = reachable_roles(view)
     targeted = {e.role_target for e in view.edges if e.role_target is not None}
@@ -63,14 +65,22 @@ def _check_paths_to_end(view: GraphView, reachable: set[str]) -> None:
     # says what to add, and guessing where the missing edge goes would only add noise.
     # The same goes for a role with an edge into an unknown name.
     finishing: set[str] = {END}
+    branch_roles = view.branch_roles()
     for role in view.roles:
         found = view.entry(role)
         statuses = view.statuses(role)
-        if found is None or statuses is None or any(s not in found[1] for s in statuses):
+        if role in branch_roles:
+            # a branch is one step, it has no edges; its fan-out goes on through the join
+            # (whose role is checked on its own, and branch edges are not followed back)
+            finishing.add(role)
+        elif found is None or statuses is None or any(s not in found[1] for s in statuses):
             finishing.add(role)
     finishing.update(e.role_source for e in view.edges if e.role_source and e.role_target is None)
     predecessors: dict[str, set[str]] = {}
     for edge in view.edges:
+        # a fan-out goes on through its join: its branches lead nowhere of their own
+        if edge.kind is EdgeKind.BRANCH:
+            continue
         if edge.role_source and edge.role_target and view.live(edge):
             predecessors.setdefault(edge.role_target, set()).add(edge.role_source)
     todo = list(finishing)

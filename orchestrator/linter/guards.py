@@ -16,8 +16,8 @@ import re
 
 from ..core.guards import GUARD_NAMES, GuardError, compile_guard, names_used
 from ..problems import did_you_mean
-from ..spec.models import END, START, Edge
-from .view import GraphView, ResolvedEdge
+from ..spec.models import END, START, Edge, Join
+from .view import EdgeKind, GraphView, ResolvedEdge
 
 # Strings are taken out before names are read, so 'output.x' inside quotes is no name.
 _STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
@@ -27,10 +27,15 @@ _SELECT = re.compile(r"(?<![\w.])(output|inputs|steps|visits)((?:\.[A-Za-z_]\w*)
 def check_guards(view: GraphView) -> None:
     for edge in view.edges:
         raw = view.raw_edge(edge)
-        _check_default(view, edge, raw)
-        if raw.when is not None:
-            _check_guard(view, edge, raw.when)
-        _check_ending(view, edge, raw)
+        if edge.kind is EdgeKind.PLAIN or (edge.kind is EdgeKind.BRANCH and not edge.branch):
+            # the guard belongs to the whole edge: checked once, with its first target
+            _check_default(view, edge, raw)
+            if raw.when is not None:
+                _check_guard(view, edge, raw.when)
+        if edge.kind is EdgeKind.JOIN and raw.join is not None:
+            _check_ending(view, edge, raw.join)
+        elif edge.kind is EdgeKind.PLAIN or not edge.branch:
+            _check_ending(view, edge, raw)
 
 
 def _check_default(view: GraphView, edge: ResolvedEdge, raw: Edge) -> None:
@@ -38,7 +43,7 @@ def _check_default(view: GraphView, edge: ResolvedEdge, raw: Edge) -> None:
     last = edge.index is None or edge.index == len(listed) - 1
     if last and raw.when is not None:
         view.report(
-            view.at(*edge.path, "when"),
+            view.at(*edge.edge_path, "when"),
             "guard-no-default",
             f"the last edge for {edge.source}.{edge.status} has a guard, so a reply for which "
             "no guard holds has no edge to take",
@@ -46,7 +51,7 @@ def _check_default(view: GraphView, edge: ResolvedEdge, raw: Edge) -> None:
         )
     elif not last and raw.when is None:
         view.report(
-            view.at(*edge.path),
+            view.at(*edge.edge_path),
             "guard-no-default",
             f"edge {edge.index + 1 if edge.index is not None else 1} of {len(listed)} for "
             f"{edge.source}.{edge.status} has no `when`, so the edges after it are never taken",
@@ -55,7 +60,7 @@ def _check_default(view: GraphView, edge: ResolvedEdge, raw: Edge) -> None:
 
 
 def _check_guard(view: GraphView, edge: ResolvedEdge, when: str) -> None:
-    where = view.at(*edge.path, "when")
+    where = view.at(*edge.edge_path, "when")
     try:
         compile_guard(when)
     except GuardError as exc:
@@ -121,14 +126,20 @@ def _field_problem(
     )
 
 
-def _check_ending(view: GraphView, edge: ResolvedEdge, raw: Edge) -> None:
-    if edge.target == END:
+def _check_ending(view: GraphView, edge: ResolvedEdge, raw: Edge | Join) -> None:
+    if edge.target == END and edge.kind is not EdgeKind.BRANCH:
         return
+    path = edge.path if edge.kind is EdgeKind.JOIN else edge.edge_path
+    leads = (
+        "a fan-out edge ends nothing itself; its join does"
+        if edge.kind is EdgeKind.BRANCH
+        else f"this edge leads to '{edge.target}'"
+    )
     for key in ("ending", "outcome", "recovery"):
         if getattr(raw, key) is not None:
             view.report(
-                view.at(*edge.path, key),
+                view.at(*path, key),
                 "misplaced-ending",
-                f"`{key}` is only for edges into $END; this edge leads to '{edge.target}'",
+                f"`{key}` is only for edges into $END; {leads}",
                 "move it to the edge that ends the thread, or remove it",
             )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from ..problems import Problem
 from ..spec.models import Graph
 from .codes import internal_error
+from .fanout import check_fanouts
 from .flow import check_reachability
 from .guards import check_guards
 from .names import check_names
@@ -30,6 +31,7 @@ PASSES: tuple[Callable[[GraphView], None], ...] = (
     check_edges,
     check_reachability,
     check_guards,
+    check_fanouts,
     check_templates,
     check_python_refs,
 )

@@ -16,10 +16,10 @@ from ..problems import did_you_mean
 from ..spec.contract import Contract, StatusContract
 from ..spec.models import RESUME, SINGLE_EXIT, START
 from .dataflow import Facts, edge_facts
-from .view import GraphView, ResolvedEdge, contract_usable
+from .view import EdgeKind, GraphView, ResolvedEdge, contract_usable
 
 THREAD_FACTS = ("id", "step", "workspace")
-DOLLAR_ROOTS = ("$body", "$inputs", "$steps", "$thread", "$status")
+DOLLAR_ROOTS = ("$body", "$inputs", "$steps", "$thread", "$status", "$branches")
 # The message given to `threads resume --message` reaches `$START.resume` as `$inputs.message`.
 RESUME_MESSAGE = "message"
 # Value types a section does not enter: names inside resolve as they do outside it. (A section
@@ -97,7 +97,7 @@ class Scope:
         return cls(
             view=view,
             edge=edge,
-            facts=edge_facts(edge, flow),
+            facts=edge_facts(edge, flow, view),
             source=source,
             inputs=props if isinstance(props, dict) else {},
             required_inputs={r for r in req if isinstance(r, str)}
@@ -114,9 +114,25 @@ class Scope:
             self.resolved[name] = self._resolve(name)
         return self.resolved[name]
 
-    def _resolve(self, name: str) -> Resolved:
+    @property
+    def for_each(self) -> str | None:
+        """The list a `for_each` branch is one item of (None on any other edge)."""
+        if self.edge.kind is not EdgeKind.BRANCH:
+            return None
+        return self.view.raw_edge(self.edge).for_each
+
+    def the_list(self) -> Resolved:
+        """How a `for_each` edge's list resolves where the edge is taken (docs/format.md
+        section 15): a field of the output, `$inputs.NAME` or `$steps.ROLE.FIELD`."""
+        return self._resolve(self.for_each or "", item=False)
+
+    def _resolve(self, name: str, *, item: bool = True) -> Resolved:
         parts = name.split(".")
         head = parts[0]
+        if item and self.for_each is not None and head == self.view.raw_edge(self.edge).item_name:
+            return self._item(parts)
+        if head == "$branches":
+            return self._branches(parts)
         if head == "$body":
             return self._body(parts)
         if head == "$inputs":
@@ -134,6 +150,24 @@ class Scope:
                 or "names starting with `$`: " + ", ".join(DOLLAR_ROOTS),
             )
         return self._field(parts)
+
+    def _item(self, parts: list[str]) -> Resolved:
+        listed = self.the_list()
+        items = listed.schema.get("items") if isinstance(listed.schema, dict) else None
+        return Resolved.value(items if len(parts) == 1 else None, subject=parts[0])
+
+    def _branches(self, parts: list[str]) -> Resolved:
+        if self.edge.kind is not EdgeKind.JOIN:
+            return Resolved.error(
+                "'$branches' is the branches' outputs, seen only on the `join` edge of a fan-out",
+                "use it in the prompt of a `join:` edge",
+            )
+        if len(parts) > 1:
+            return Resolved.error(
+                f"'{'.'.join(parts)}': $branches is a list; go over it with "
+                "{{#$branches}}...{{/$branches}}"
+            )
+        return Resolved.value({"type": "array"})
 
     def _status(self, parts: list[str]) -> Resolved:
         if self.at_start:

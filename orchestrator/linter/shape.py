@@ -74,9 +74,10 @@ def check_edges(view: GraphView) -> None:
             or f"roles: {', '.join(view.roles) or '(none)'}; `$END` finishes the thread",
         )
     reachable: set[str] | None = None  # only needed for a role without edges: computed once
+    branch_roles = view.branch_roles()  # one step each, no edges: branch-has-edges says more
     for role in view.roles:
         statuses = view.statuses(role)
-        if statuses is None:
+        if statuses is None or role in branch_roles:
             continue  # the schema problem is reported; its statuses are unknown
         if view.entry(role) is None:
             if reachable is None:

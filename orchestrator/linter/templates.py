@@ -25,16 +25,18 @@ PLAIN_TYPES = frozenset({"integer", "number", "boolean", "null"})
 def check_templates(view: GraphView) -> None:
     facts = flow(view)
     for edge in view.edges:
-        raw = view.raw_edge(edge)
+        raw = view.raw_target(edge)
         scope = Scope.for_edge(view, edge, facts)
-        templates = [("prompt", raw.prompt)]
-        if raw.location is not None:
-            templates.append(("location", raw.location))
-        if raw.recovery is not None:
-            templates.append(("recovery", raw.recovery))
-        for key, template in templates:
+        templates: list[tuple[tuple[str, ...], str]] = []
+        for key in ("prompt", "location", "recovery"):
+            value = getattr(raw, key, None)
+            if isinstance(value, str):
+                templates.append(((key,), value))
+        for name, value in (raw.inputs or {}).items():
+            templates.append((("inputs", name), value))
+        for keys, template in templates:
             try:
-                TemplateCheck(scope, key, template).run()
+                TemplateCheck(scope, keys, template).run()
             except Exception as exc:  # one template's linter bug must not hide the others
                 view.internal_error(exc)
 
@@ -44,7 +46,7 @@ class TemplateCheck:
     """template-syntax, empty-prompt, html-escape, template-var and optional-var on one template."""
 
     scope: Scope
-    key: str  # "prompt" or "location"
+    keys: tuple[str, ...]  # ("prompt",), ("location",), ("recovery",) or ("inputs", NAME)
     template: str
     escaped: dict[str, VarUse] = field(default_factory=dict)
 
@@ -53,10 +55,12 @@ class TemplateCheck:
         return self.scope.view
 
     @property
+    def key(self) -> str:
+        return self.keys[0]
+
+    @property
     def label(self) -> str:
-        edge = self.scope.edge
-        index = "" if edge.index is None else f"[{edge.index}]"
-        return f"{edge.source}.{edge.status}{index}.{self.key}"
+        return f"{self.scope.edge.label}.{'.'.join(self.keys)}"
 
     def where(self, line: int = 1, column: int = 0) -> Where:
         """The file position of `line`:`column` of the template (column 0: unknown).
@@ -65,7 +69,7 @@ class TemplateCheck:
         start of the template's value.
         """
         edge = self.scope.edge
-        file, start, col = self.view.at(*edge.path, self.key)
+        file, start, col = self.view.at(*edge.path, *self.keys)
         lines = self.view.file_lines()
         text = lines[start - 1][col - 1 :] if 0 < start <= len(lines) else ""
         if text.startswith("|") and start + line <= len(lines):
@@ -88,7 +92,7 @@ class TemplateCheck:
             self.report(
                 (1, 0),
                 "empty-prompt",
-                f"the prompt of edge {edge.source}.{edge.status} is empty",
+                f"the prompt of edge {edge.label} is empty",
                 "say what the next role should do",
             )
             return

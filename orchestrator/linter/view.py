@@ -9,17 +9,27 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from ..problems import Problem, did_you_mean
 from ..spec.contract import Contract
-from ..spec.models import END, RESUME, SINGLE_EXIT, START, Edge, Graph
+from ..spec.models import END, RESUME, SINGLE_EXIT, START, Edge, Graph, Join, Target
 from .codes import Where, internal_error, problem
+
+
+class EdgeKind(Enum):
+    """What one target of an edge is (docs/format.md section 15)."""
+
+    PLAIN = "plain"  # an edge that does not fan out
+    BRANCH = "branch"  # one branch of a `parallel` list, or a `for_each` edge's role
+    JOIN = "join"  # a fan-out's `join` edge
 
 
 @dataclass(frozen=True)
 class ResolvedEdge:
-    """One edge of `graph:`, with its source and target read as roles (typos as their match)."""
+    """One target of an edge of `graph:` (the edge itself, a branch of it or its join), with its
+    source and target read as roles (typos as their match)."""
 
     source: str  # $START or a role (as written in graph:)
     status: str
@@ -27,12 +37,38 @@ class ResolvedEdge:
     role_source: str | None  # the role the source resolves to (typos read as their match)
     role_target: str | None  # the role or $END the target resolves to, None when unknown
     index: int | None = None  # its place in a guarded list of edges; None for a lone edge
+    kind: EdgeKind = EdgeKind.PLAIN
+    branch: int | None = None  # its place in a `parallel` list
+    # On a join: the branch roles (resolved) and whether each surely ran (`parallel`: yes;
+    # `for_each`: no, the list may be empty).
+    joined: tuple[str, ...] = ()
+    joined_surely: bool = False
+
+    @property
+    def edge_path(self) -> tuple[str | int, ...]:
+        """Where the whole edge is written: `graph.SOURCE.STATUS`, plus its index in a list."""
+        base: tuple[str | int, ...] = ("graph", self.source, self.status)
+        return base if self.index is None else (*base, self.index)
 
     @property
     def path(self) -> tuple[str | int, ...]:
-        """Where the edge is written: `graph.SOURCE.STATUS`, plus its index in a list."""
-        base: tuple[str | int, ...] = ("graph", self.source, self.status)
-        return base if self.index is None else (*base, self.index)
+        """Where this target is written: the edge, one of its `parallel` branches, or its join."""
+        if self.kind is EdgeKind.JOIN:
+            return (*self.edge_path, "join")
+        if self.branch is not None:
+            return (*self.edge_path, "parallel", self.branch)
+        return self.edge_path
+
+    @property
+    def label(self) -> str:
+        """How problems name it: `SOURCE.STATUS[i]`, plus `.parallel[j]` or `.join`."""
+        index = "" if self.index is None else f"[{self.index}]"
+        tail = (
+            ".join"
+            if self.kind is EdgeKind.JOIN
+            else ("" if self.branch is None else f".parallel[{self.branch}]")
+        )
+        return f"{self.source}.{self.status}{index}{tail}"
 
 
 def contract_usable(contract: Contract) -> bool:
@@ -78,7 +114,7 @@ class GraphView:
 
     def _aliases(self) -> dict[str, str]:
         """Unknown role names (edge targets, graph keys) with one close match in roles:."""
-        names = {edge.role for _, _, _, edge in self.graph.routes()}
+        names = {t.role for _, _, _, edge in self.graph.routes() for t in edge.targets()}
         names |= set(self.graph.graph)
         alias: dict[str, str] = {}
         for name in names - set(self.roles) - {START, END}:
@@ -95,11 +131,39 @@ class GraphView:
     def _edges(self) -> list[ResolvedEdge]:
         found = []
         for source, status, i, edge in self.graph.routes():
-            target = END if edge.role == END else self.role_of(edge.role)
             source_role = None if source == START else self.role_of(source)
             index = i if isinstance(self.graph.graph[source][status], list) else None
-            found.append(ResolvedEdge(source, status, edge.role, source_role, target, index))
+            joined = tuple(r for b in edge.branches() if (r := self.role_of(b.role)) is not None)
+            for j, goal in enumerate(edge.targets()):
+                kind, branch = EdgeKind.PLAIN, None
+                if isinstance(goal, Join):
+                    kind = EdgeKind.JOIN
+                elif edge.fans_out:
+                    kind, branch = EdgeKind.BRANCH, (j if edge.parallel is not None else None)
+                target = END if goal.role == END else self.role_of(goal.role)
+                found.append(
+                    ResolvedEdge(
+                        source,
+                        status,
+                        goal.role,
+                        source_role,
+                        target,
+                        index,
+                        kind,
+                        branch,
+                        joined if kind is EdgeKind.JOIN else (),
+                        kind is EdgeKind.JOIN and edge.parallel is not None,
+                    )
+                )
         return found
+
+    def branch_roles(self) -> set[str]:
+        """The roles some fan-out edge starts as a branch (they have no graph: section)."""
+        return {
+            e.role_target
+            for e in self.edges
+            if e.kind is EdgeKind.BRANCH and e.role_target not in (None, END)
+        }
 
     # ----------------------------------------------------------------- statuses and edges
 
@@ -127,6 +191,15 @@ class GraphView:
         return statuses is None or edge.status in statuses
 
     def raw_edge(self, edge: ResolvedEdge) -> Edge:
-        """The edge as written in the graph."""
+        """The whole edge as written in the graph."""
         edges = self.graph.edges(edge.source, edge.status)
         return edges[edge.index or 0]
+
+    def raw_target(self, edge: ResolvedEdge) -> Target:
+        """This target as written: the edge, one of its branches, or its join."""
+        raw = self.raw_edge(edge)
+        if edge.kind is EdgeKind.JOIN and raw.join is not None:
+            return raw.join
+        if edge.branch is not None and raw.parallel is not None:
+            return raw.parallel[edge.branch]
+        return raw.targets()[0]

@@ -1,7 +1,8 @@
 """A graph as a Mermaid flowchart or a Graphviz DOT digraph, optionally with a thread's path.
 
 Every edge is drawn with its status as the label (`_` for a single exit), from `$START` and into
-`$END`, which are drawn as rounded terminals. Edges into names that are not roles are drawn too,
+`$END`, which are drawn as rounded terminals. A fan-out is drawn to each branch and from each
+branch to its join's target; a subgraph role sits in a box labelled with its child graph. Edges into names that are not roles are drawn too,
 dashed, so a diagram of a broken graph shows the mistake. When a thread's taken path is given,
 the edges it took are drawn thick and red with how often they were taken, and the roles it
 visited are shaded.
@@ -17,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..spec.models import END, START, Graph
+from ..spec.models import END, START, Edge, Graph, Join
 
 EdgeKey = tuple[str, str, str]  # (source, status, target)
 
@@ -55,24 +56,58 @@ def as_taken(taken: TakenLike) -> Taken | None:
     return Taken.from_edges(taken)
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """One arrow of the diagram: an edge, an edge to one branch of a fan-out, or from a branch
+    to the join's target."""
+
+    source: str
+    target: str
+    label: str
+    key: EdgeKey  # the edge a thread's path names when it takes this arrow
+
+
+def _guarded(status: str, edge: Edge) -> str:
+    label = status
+    if edge.when is not None:
+        when = edge.when if len(edge.when) <= 40 else edge.when[:39] + "…"
+        label += f" if {when}"
+    return label
+
+
+def _ending(target: Edge | Join) -> str:
+    if target.ending in (None, "done"):
+        return ""
+    return f" ({target.ending}{', failure' if target.outcome == 'failure' else ''})"
+
+
+def drawn_edges(graph: Graph) -> list[Drawn]:
+    """Every arrow, in file order. A fan-out is drawn to each branch (a `for_each` as one branch
+    marked `for each ITEM`) and from each branch to the join's target (docs/format.md section 15).
+    """
+    out: list[Drawn] = []
+    for source, status, _, edge in graph.routes():
+        label = _guarded(status, edge)
+        if not edge.fans_out:
+            assert edge.role is not None  # the model: an edge that does not fan out has one
+            key = (source, status, edge.role)
+            out.append(Drawn(source, edge.role, label + _ending(edge), key))
+            continue
+        marker = f" for each {edge.item_name}" if edge.for_each is not None else ""
+        branches = [b.role for b in edge.branches()]
+        for role in branches:
+            out.append(Drawn(source, role, label + marker, (source, status, role)))
+        if edge.join is not None:
+            join = edge.join
+            key = (source, status, join.role)
+            for role in dict.fromkeys(branches):
+                out.append(Drawn(role, join.role, "join" + _ending(join), key))
+    return out
+
+
 def edges_of(graph: Graph) -> list[EdgeKey]:
-    """Every edge of the graph as (source, status, target), in file order."""
-    return [(source, status, edge.role) for source, status, _, edge in graph.routes()]
-
-
-def labels_of(graph: Graph) -> list[str]:
-    """Each edge's label, in the order of `edges_of`: its status, the guard that picks it and,
-    into $END, an ending other than `done`."""
-    labels = []
-    for _, status, _, edge in graph.routes():
-        label = status
-        if edge.when is not None:
-            when = edge.when if len(edge.when) <= 40 else edge.when[:39] + "…"
-            label += f" if {when}"
-        if edge.ending not in (None, "done"):
-            label += f" ({edge.ending}{', failure' if edge.outcome == 'failure' else ''})"
-        labels.append(label)
-    return labels
+    """Every arrow as the edge (source, status, target) a thread takes along it, in file order."""
+    return [d.key for d in drawn_edges(graph)]
 
 
 def nodes_of(graph: Graph) -> list[str]:
@@ -81,10 +116,19 @@ def nodes_of(graph: Graph) -> list[str]:
     for name in [*graph.roles, *graph.graph]:
         if name not in names and name not in (START, END):
             names.append(name)
-    for _, _, target in edges_of(graph):
-        if target not in names and target != END:
-            names.append(target)
+    for drawn in drawn_edges(graph):
+        if drawn.target not in names and drawn.target != END:
+            names.append(drawn.target)
     return [*names, END]
+
+
+def subgraph_label(graph: Graph, name: str) -> str | None:
+    """`graph: CHILD` for a subgraph role (the child's name when it loaded), else None."""
+    role = graph.roles.get(name)
+    if role is None or role.graph is None:
+        return None
+    child = graph.subgraph(name)
+    return f"graph: {child.name if child is not None else role.graph}"
 
 
 def _label(status: str, count: int) -> str:
@@ -111,13 +155,19 @@ def to_mermaid(graph: Graph, taken: TakenLike = None) -> str:
     for name in names:
         label = mermaid_text(name)
         shape = f'(["{label}"])' if name in (START, END) else f'["{label}"]'
-        lines.append(f"    {ids[name]}{shape}")
+        box = subgraph_label(graph, name)
+        if box is None:
+            lines.append(f"    {ids[name]}{shape}")
+        else:  # a subgraph role: its node inside a box labelled with the child graph
+            lines.append(f'    subgraph s{ids[name]}["{mermaid_text(box)}"]')
+            lines.append(f"        {ids[name]}{shape}")
+            lines.append("    end")
     highlighted: list[int] = []
     dashed: list[int] = []
-    edges = zip(edges_of(graph), labels_of(graph), strict=True)
-    for index, ((source, status, target), text) in enumerate(edges):
-        count = path.count((source, status, target)) if path else 0
-        label = mermaid_text(_label(text, count))
+    for index, drawn in enumerate(drawn_edges(graph)):
+        source, target = drawn.source, drawn.target
+        count = path.count(drawn.key) if path else 0
+        label = mermaid_text(_label(drawn.label, count))
         lines.append(f'    {ids[source]} -->|"{label}"| {ids[target]}')
         if count:
             highlighted.append(index)
@@ -169,10 +219,19 @@ def to_dot(graph: Graph, taken: TakenLike = None) -> str:
         if len(style) > 1:
             attrs.append(f'style="{",".join(style)}"')
         suffix = f" [{', '.join(attrs)}]" if attrs else ""
-        lines.append(f"    {dot_id(name)}{suffix};")
-    for (source, status, target), text in zip(edges_of(graph), labels_of(graph), strict=True):
-        count = path.count((source, status, target)) if path else 0
-        attrs = [f"label={dot_id(_label(text, count))}"]
+        box = subgraph_label(graph, name)
+        if box is None:
+            lines.append(f"    {dot_id(name)}{suffix};")
+        else:  # a subgraph role: its node inside a cluster labelled with the child graph
+            lines.append(f"    subgraph {dot_id('cluster_' + name)} {{")
+            lines.append(f"        label={dot_id(box)};")
+            lines.append('        style="dashed";')
+            lines.append(f"        {dot_id(name)}{suffix};")
+            lines.append("    }")
+    for drawn in drawn_edges(graph):
+        source, target = drawn.source, drawn.target
+        count = path.count(drawn.key) if path else 0
+        attrs = [f"label={dot_id(_label(drawn.label, count))}"]
         if count:
             attrs += [f'color="{TAKEN_COLOUR}"', f'fontcolor="{TAKEN_COLOUR}"', "penwidth=3"]
         if target != END and target not in graph.roles:

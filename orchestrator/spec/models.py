@@ -213,7 +213,8 @@ class Join(Target):
 
 
 class Edge(_Frozen):
-    # A snapshot (model_dump) names `as` by its field name; both spellings read back.
+    # `as` is a Python keyword: the field is `as_`, written `as`; a dump (the Temporal codec,
+    # model_dump without by_alias) must load back, so both names are accepted.
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     role: str | None = Field(

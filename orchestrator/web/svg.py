@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 
-from ..render.diagram import TAKEN_COLOUR, VISITED_FILL, Taken, edges_of, labels_of, nodes_of
+from ..render.diagram import TAKEN_COLOUR, VISITED_FILL, Taken, drawn_edges, nodes_of
 from ..spec.models import END, START, Graph
 
 EdgeKey = tuple[str, str, str]
@@ -57,9 +57,15 @@ class Box:
         return self.x + self.w / 2
 
 
+def arrows_of(graph: Graph) -> list[EdgeKey]:
+    """Every arrow as (from, status, to): a fan-out's arrows go to each branch, and from each
+    branch to the join's target (render/diagram.py draws the same)."""
+    return [(d.source, d.key[1], d.target) for d in drawn_edges(graph)]
+
+
 def back_edges(graph: Graph) -> set[EdgeKey]:
     """Edges into a node that is on the depth-first path from `$START`: the loops."""
-    edges = edges_of(graph)
+    edges = arrows_of(graph)
     found: set[EdgeKey] = set()
     done: set[str] = set()
     on_path: list[str] = []
@@ -83,7 +89,7 @@ def back_edges(graph: Graph) -> set[EdgeKey]:
 
 def ranks_of(graph: Graph, loops: set[EdgeKey]) -> dict[str, int]:
     """Each node's row: the longest path from `$START` over the edges that are not loops."""
-    forward = [e for e in edges_of(graph) if e not in loops and e[2] != END]
+    forward = [e for e in arrows_of(graph) if e not in loops and e[2] != END]
     rank: dict[str, int] = {START: 0}
     for _ in range(len(nodes_of(graph))):  # relaxation: at most one pass per node
         changed = False
@@ -109,7 +115,7 @@ def layout(graph: Graph, visits: Mapping[str, int]) -> tuple[dict[str, Box], flo
     for name in nodes_of(graph):
         rows.setdefault(rank[name], []).append(name)
     parents: dict[str, list[str]] = {}
-    for source, _, target in edges_of(graph):
+    for source, _, target in arrows_of(graph):
         if (source, _, target) not in loops:
             parents.setdefault(target, []).append(source)
     labels = {n: _node_label(n, visits.get(n, 0)) for n in nodes_of(graph)}
@@ -163,11 +169,12 @@ def to_svg(
     ]
     fan: Counter[tuple[str, str]] = Counter()
     places: list[Rect] = [(b.x - b.w / 2, b.y, b.x + b.w / 2, b.bottom) for b in boxes.values()]
-    for (source, status, target), text in zip(edges_of(graph), labels_of(graph), strict=True):
-        key = (source, status, target)
+    for drawn in drawn_edges(graph):
+        source, target, text = drawn.source, drawn.target, drawn.label
+        key = (source, drawn.key[1], target)
         if source not in boxes or target not in boxes:
             continue
-        count = taken.count(key) if taken is not None else 0
+        count = taken.count(drawn.key) if taken is not None else 0  # the edge the path names
         nth = fan[(source, target)]
         fan[(source, target)] += 1
         edge = _edge(
