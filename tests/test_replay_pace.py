@@ -41,6 +41,7 @@ def test_a_paced_replay_waits_each_steps_recorded_duration(tmp_path: Path) -> No
         "solve-issue",
         workspace=SAMPLE,
         store=tmp_path / "store",
+        in_place=True,  # no worktree of this repository for a test's thread
         actor_for=lambda name, role: actor,
         inputs=dict(recording.inputs),
     )
@@ -53,6 +54,7 @@ def test_a_paced_replay_waits_each_steps_recorded_duration(tmp_path: Path) -> No
         "solve-issue",
         workspace=SAMPLE,
         store=tmp_path / "store",
+        in_place=True,
         actor_for=lambda name, role: plain,
         inputs=dict(recording.inputs),
     )
