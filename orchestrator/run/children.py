@@ -59,7 +59,7 @@ def child_inputs(graph: Graph, command: RunStep) -> dict[str, Any]:
 
 def _options_for(parent: LiveThread, child: Graph, thread_id: str) -> RunOptions:
     """What the parent's limits leave for the child (its steps and cost count against them)."""
-    limits = limits_for(parent.graph, parent.options.max_steps)
+    limits = limits_for(parent.graph, parent.options.max_steps, parent.options.max_cost_usd)
     state = parent.state
     steps_left = limits.max_steps - (len(state.steps) + state.child_steps - state.budget_step)
     max_steps = max(1, min(child.limits.max_steps, steps_left))
