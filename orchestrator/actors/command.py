@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import shutil
 import signal
@@ -51,19 +50,6 @@ class CommandProcessActor:
         self.argv = list(argv)
         self.timeout = timeout
 
-    def command(self, request: ActRequest) -> list[str]:
-        """The argv to start: the agent inside the role's sandbox, unless it opted out."""
-        policy = sandboxing.policy_for(request.role.sandbox, agent=True)
-        if policy is None:
-            sandboxing.warn_unsandboxed(request.role_name, "agent process")
-            return self.argv
-        try:
-            return sandboxing.wrap(self.argv, workspace=request.workspace, policy=policy)
-        except sandboxing.SandboxUnavailable as exc:
-            raise ActorError(
-                f"role {request.role_name!r} was not started: {exc}", "sandbox"
-            ) from None
-
     async def play(self, request: ActRequest) -> ActReply:
         secrets = Secrets.from_environment()
         prompt = compose_prompt(request)
@@ -77,22 +63,41 @@ class CommandProcessActor:
         name = self.argv[0]
         if not _runnable(name, env.get("PATH"), request.workspace):
             raise ActorError(f"cannot start `{name}`: no such executable", "process")
-        argv = self.command(request)
+        policy = sandboxing.policy_for(request.role.sandbox, agent=True)
+        if policy is None:
+            sandboxing.warn_unsandboxed(request.role_name, "agent process")
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
+            async with sandboxing.started(
+                self.argv,
+                workspace=request.workspace,
+                policy=policy,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=str(request.workspace),
                 env=env,
-                start_new_session=True,
-                preexec_fn=functools.partial(sandboxing.die_with_parent, os.getpid()),
-            )
+            ) as proc:
+                out, err = await self._communicate(proc, prompt, name)
+        except sandboxing.SandboxUnavailable as exc:
+            raise ActorError(
+                f"role {request.role_name!r} was not started: {exc}", "sandbox"
+            ) from None
         except OSError as exc:
             raise ActorError(f"cannot start `{name}`: {exc.strerror or exc}", "process") from None
+        if proc.returncode != 0:
+            # Redact the whole of stderr before keeping its tail: a cut cannot show a prefix.
+            tail = secrets.redact(err.decode(errors="replace")).strip().splitlines()[-5:]
+            detail = (": " + " / ".join(tail)) if tail else ""
+            raise ActorError(f"`{name}` exited with status {proc.returncode}{detail}", "process")
+        return ActReply(
+            text=secrets.redact(out.decode(errors="replace")), message=secrets.redact(prompt)
+        )
+
+    async def _communicate(
+        self, proc: asyncio.subprocess.Process, prompt: str, name: str
+    ) -> tuple[bytes, bytes]:
+        """The process's output once it has ended; killed on timeout or cancellation."""
         try:
-            out, err = await asyncio.wait_for(proc.communicate(prompt.encode()), self.timeout)
+            return await asyncio.wait_for(proc.communicate(prompt.encode()), self.timeout)
         except TimeoutError:
             _kill(proc)
             await proc.wait()
@@ -102,14 +107,6 @@ class CommandProcessActor:
         except asyncio.CancelledError:
             _kill(proc)
             raise
-        if proc.returncode != 0:
-            # Redact the whole of stderr before keeping its tail: a cut cannot show a prefix.
-            tail = secrets.redact(err.decode(errors="replace")).strip().splitlines()[-5:]
-            detail = (": " + " / ".join(tail)) if tail else ""
-            raise ActorError(f"`{name}` exited with status {proc.returncode}{detail}", "process")
-        return ActReply(
-            text=secrets.redact(out.decode(errors="replace")), message=secrets.redact(prompt)
-        )
 
 
 def _runnable(name: str, path: str | None, cwd: Path) -> bool:

@@ -20,7 +20,14 @@ With bubblewrap (`bwrap`, preferred):
 - new IPC namespace, all capabilities dropped (root inside cannot remount anything), and
   `--die-with-parent`: when the orchestrator dies the sandbox dies, and when the sandbox's init
   dies the kernel kills every process in its PID namespace, including ones that left the
-  process group.
+  process group. That chain of "die with your parent" has gaps: bubblewrap ties the sandbox to
+  its own life only at the end of its set-up without looking whether it is still alive then,
+  and Linux sends the signal when the thread that started the process ends, not the whole
+  orchestrator; an orchestrator killed in the first milliseconds left the command running (7
+  in 100 kills here). So `started` also hands the sandbox a lifeline: the read end of a pipe
+  whose only writer is the orchestrator, at end of file once every thread of it is gone. The
+  command starts through `bash -p`, which exits if that end is reached already, and otherwise
+  leaves a watcher that kills every process of the sandbox when it is.
 
 Fallback, util-linux `unshare` + `setpriv` (when `bwrap` is missing or cannot run): the same
 namespaces (`--pid --fork --mount-proc --mount --ipc`, `--net` without network, `--user
@@ -39,6 +46,7 @@ unless the role says `sandbox: off`; `sandbox_problem(graph)` says so before a r
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import os
@@ -47,9 +55,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..spec.models import CommandActor, Role, Sandbox
 
@@ -63,6 +72,16 @@ INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap) and allow user namespaces, or set `sandbox: off` on the role to run it "
     "without a sandbox"
+)
+
+
+# Run by `bash -p` (no BASH_ENV, no functions from the environment), $0 the lifeline's fd: the
+# orchestrator gone already, stop (125); else a watcher kills every process in the sandbox's PID
+# namespace once it is gone, and the shell becomes the command (without the lifeline).
+LIFELINE_CHECK = (
+    'if read -r -t 0 -u "$0"; then exit 125; fi; '
+    '{ read -r -u "$0" _; kill -s KILL -- -1; } </dev/null >/dev/null 2>&1 & '
+    'eval "exec $0<&-"; exec "$@"'
 )
 
 
@@ -143,8 +162,12 @@ def wrap(
     workspace: Path,
     policy: Policy,
     kind: Mechanism | None = None,
+    lifeline: int | None = None,
 ) -> list[str]:
-    """`argv` run inside the sandbox; SandboxUnavailable when none can be made."""
+    """`argv` run inside the sandbox; SandboxUnavailable when none can be made.
+
+    With `lifeline` (a pipe's read end, passed to the process), the command is stopped once
+    that pipe has no writer left (see `started`)."""
     kind = kind or mechanism()
     if kind is None:
         raise SandboxUnavailable("no sandbox can be made on this machine: " + INSTALL_HINT)
@@ -156,6 +179,9 @@ def wrap(
         )
     ws = Path(os.path.realpath(workspace))
     readable = visible_through(argv, ws, policy)
+    bash = shutil.which("bash")
+    if lifeline is not None and bash is not None:
+        argv = [bash, "-p", "-c", LIFELINE_CHECK, str(lifeline), *argv]
     if kind == "bwrap":
         return _bwrap(argv, ws, policy, readable)
     return _unshare(argv, ws, policy, readable)
@@ -322,6 +348,36 @@ def warn_unsandboxed(role_name: str, what: str) -> None:
         "its user may\n"
     )
     sys.stderr.flush()
+
+
+@contextlib.asynccontextmanager
+async def started(
+    argv: list[str], *, workspace: Path, policy: Policy | None, **options: Any
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`argv` started in the sandbox (`policy`; None runs it bare) in a session of its own, tied
+    to the orchestrator's life: it dies when the orchestrator dies, even while the sandbox is
+    being set up (the lifeline). `options` go to `asyncio.create_subprocess_exec`; raises
+    SandboxUnavailable, or OSError when it cannot start. The lifeline stays open until the
+    block ends, which the caller leaves once the process has ended (or been killed)."""
+    reader, writer = os.pipe()  # inherited by no other process: the reader only by this child
+    try:
+        if policy is not None:
+            argv = wrap(argv, workspace=workspace, policy=policy, lifeline=reader)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(workspace),
+            start_new_session=True,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+            pass_fds=(reader,) if policy is not None else (),
+            **options,
+        )
+        os.close(reader)
+        reader = -1
+        yield process
+    finally:
+        for fd in (reader, writer):
+            if fd >= 0:
+                os.close(fd)
 
 
 def die_with_parent(parent: int) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import signal
 from typing import Any, Literal
@@ -63,62 +62,50 @@ class Shell:
         self.policy = sandboxing.policy_for(sandbox, agent=False)
         self.role_name = role_name
 
-    def argv(self, command: str) -> list[str]:
-        """The process to start: `bash -c command`, inside the sandbox unless the role opted out.
-
-        Raises SandboxUnavailable when a sandbox is needed and none can be made."""
-        argv = ["bash", "-c", command]
-        if self.policy is None:
-            sandboxing.warn_unsandboxed(self.role_name or "(unnamed)", "shell commands")
-            return argv
-        return sandboxing.wrap(argv, workspace=self.workspace.root, policy=self.policy)
-
     async def run(self, args: dict[str, Any]) -> Result:
         if args.get("restart"):
             return "The shell was restarted (every command runs in a fresh shell anyway).", False
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
             return "`command` is required (or `restart: true`)", True
+        if self.policy is None:
+            sandboxing.warn_unsandboxed(self.role_name or "(unnamed)", "shell commands")
+        kept = bytearray()
+        dropped = 0
+        timed_out = False
         try:
-            argv = self.argv(command)
-        except sandboxing.SandboxUnavailable as exc:
-            return f"the command was not run: {exc}", True
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=self.workspace.root,
+            async with sandboxing.started(
+                ["bash", "-c", command],
+                workspace=self.workspace.root,
+                policy=self.policy,
                 env=safe_environment(extra_secrets=self.extra_secrets),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=functools.partial(sandboxing.die_with_parent, os.getpid()),
-            )
+            ) as proc:
+
+                async def pump() -> None:
+                    nonlocal dropped
+                    assert proc.stdout is not None
+                    while chunk := await proc.stdout.read(65536):
+                        room = self.max_output * 4 - len(kept)  # bytes; cut again as text below
+                        kept.extend(chunk[: max(room, 0)])
+                        dropped += max(len(chunk) - max(room, 0), 0)
+                    await proc.wait()
+
+                try:
+                    await asyncio.wait_for(pump(), timeout=self.timeout)
+                except TimeoutError:
+                    timed_out = True
+                    _kill_group(proc.pid)
+                    await proc.wait()
+                except asyncio.CancelledError:
+                    _kill_group(proc.pid)
+                    raise
+        except sandboxing.SandboxUnavailable as exc:
+            return f"the command was not run: {exc}", True
         except OSError as exc:
             return f"could not start bash: {exc.strerror or exc}", True
-        assert proc.stdout is not None
-        kept = bytearray()
-        dropped = 0
-
-        async def pump() -> None:
-            nonlocal dropped
-            assert proc.stdout is not None
-            while chunk := await proc.stdout.read(65536):
-                room = self.max_output * 4 - len(kept)  # bytes; cut again as text below
-                kept.extend(chunk[: max(room, 0)])
-                dropped += max(len(chunk) - max(room, 0), 0)
-            await proc.wait()
-
-        timed_out = False
-        try:
-            await asyncio.wait_for(pump(), timeout=self.timeout)
-        except TimeoutError:
-            timed_out = True
-            _kill_group(proc.pid)
-            await proc.wait()
-        except asyncio.CancelledError:
-            _kill_group(proc.pid)
-            raise
         text = kept.decode("utf-8", errors="replace")
         # Redact before cutting, so a cut cannot leave a prefix of a credential behind.
         text = self.secrets.redact_cut(text) if dropped else self.secrets.redact(text)
