@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..spec.yamlpos import Yaml12Loader
+from ..spec.yamlpos import Yaml12Loader, too_deep_for_libyaml
 from .locate import body, locate, normalize
 from .output import ExtractError
 from .wording import an, clip, code, json_type, show
@@ -186,6 +186,9 @@ def load_yaml(text: str) -> Any:
         # An error at the end of the stream sits past that line break: name the last line.
         line = min(mark.line, text.count("\n")) if mark is not None else 0
         problem = str(exc.problem or exc.context or "invalid YAML")
+        if too_deep_for_libyaml(exc):
+            message = f"the frontmatter nests deeper than {MAX_DEPTH} levels"
+            raise ExtractError([_yaml_message(text, line, message, "", syntax=False)]) from None
         lines = [m.line for m in (exc.problem_mark, exc.context_mark) if m is not None]
         hint = _classic_hint(text, lines)
         raise ExtractError([_yaml_message(text, line, problem, hint)]) from None

@@ -28,6 +28,12 @@ class Yaml12Loader(_BaseLoader):  # type: ignore[valid-type,misc]
     """A safe loader whose booleans are only true/false (any case), as in YAML 1.2."""
 
 
+def too_deep_for_libyaml(exc: yaml.MarkedYAMLError) -> bool:
+    """libyaml's own nesting limit (1,000 levels, in the libyaml of recent PyYAML wheels), which it
+    meets while scanning ahead, before our own depth checks see the events."""
+    return "maximum nesting depth" in str(exc.problem)
+
+
 # Drop the YAML 1.1 bool resolver (yes/no/on/off/y/n) and add the 1.2 one back.
 Yaml12Loader.yaml_implicit_resolvers = {
     key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
@@ -119,6 +125,8 @@ def load_yaml(text: str, file: str = "<string>") -> tuple[Any, SourceMap]:
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
+        if too_deep_for_libyaml(exc) and exc.problem_mark is not None:
+            raise _too_deep(exc.problem_mark) from None
         raise _syntax_error(text, exc) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(exc), 1, 1) from None
