@@ -426,11 +426,24 @@ def test_agent_dies_with_an_orchestrator_killed_while_its_sandbox_starts(
         time.sleep(trial * 0.0025)  # 0 to 27.5 ms into the sandbox's set-up
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
-    time.sleep(1.5)
-    survivors = live_with(word)
-    for pid in survivors:
+    # Each sandbox ends on its own once it sees the orchestrator gone: on a loaded machine its
+    # set-up can take a while, so wait (bounded) rather than look once.
+    gone = wait_until(lambda: not live_with(word), timeout=20)
+    lingering = [_describe(pid) for pid in live_with(word)]
+    for pid in live_with(word):
         os.kill(pid, signal.SIGKILL)
-    assert not survivors and not list(tmp_path.glob("late*"))
+    assert gone, f"left running: {lingering}"
+    time.sleep(1.2)  # an agent that had started would have written its file by now
+    assert not list(tmp_path.glob("late*"))
+
+
+def _describe(pid: int) -> str:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} waiting in {wchan or '-'}: {cmdline[:60]}"
 
 
 # ---------------------------------------------------------------------- the role setting

@@ -27,7 +27,9 @@ With bubblewrap (`bwrap`, preferred):
   in 100 kills here). So `started` also hands the sandbox a lifeline: the read end of a pipe
   whose only writer is the orchestrator, at end of file once every thread of it is gone. The
   command starts through `bash -p`, which exits if that end is reached already, and otherwise
-  leaves a watcher that kills every process of the sandbox when it is.
+  leaves a watcher that kills every process of the sandbox when it is. bubblewrap is not tied to
+  the orchestrator before it ties itself: killed between making the sandbox and letting its init
+  go on, it would leave that init blocked for ever.
 
 Fallback, util-linux `unshare` + `setpriv` (when `bwrap` is missing or cannot run): the same
 namespaces (`--pid --fork --mount-proc --mount --ipc`, `--net` without network, `--user
@@ -360,14 +362,20 @@ async def started(
     SandboxUnavailable, or OSError when it cannot start. The lifeline stays open until the
     block ends, which the caller leaves once the process has ended (or been killed)."""
     reader, writer = os.pipe()  # inherited by no other process: the reader only by this child
+    kind = mechanism() if policy is not None else None
+    # bubblewrap ties itself to the orchestrator (`--die-with-parent`) just before it lets the
+    # sandbox's init go on; killed earlier than that by a tie of ours, it would leave that init
+    # blocked for ever (on an eventfd only bubblewrap writes). The lifeline covers the time
+    # before bubblewrap's tie, so ours is only for the other cases.
+    tie = kind != "bwrap" or shutil.which("bash") is None
     try:
         if policy is not None:
-            argv = wrap(argv, workspace=workspace, policy=policy, lifeline=reader)
+            argv = wrap(argv, workspace=workspace, policy=policy, kind=kind, lifeline=reader)
         process = await asyncio.create_subprocess_exec(
             *argv,
             cwd=str(workspace),
             start_new_session=True,
-            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+            preexec_fn=functools.partial(die_with_parent, os.getpid()) if tie else None,
             pass_fds=(reader,) if policy is not None else (),
             **options,
         )
