@@ -379,7 +379,7 @@ class AnthropicActor:
         return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
 
     def _scrub(self, text: str) -> str:
-        return Secrets(self._secret).redact(text)
+        return Secrets.of(self._secret).redact(text)
 
 
 # ---------------------------------------------------------------------- request building

@@ -26,6 +26,7 @@ namespace hides the orchestrator's `/proc/PID/environ` (`sandbox.py`).
 from __future__ import annotations
 
 import base64
+import functools
 import os
 from collections.abc import Iterable, Mapping
 
@@ -90,7 +91,14 @@ class Secrets:
     def from_environment(
         cls, environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()
     ) -> Secrets:
-        return cls(secret_values(environ, extra))
+        return cls.of(tuple(secret_values(environ, extra)))
+
+    @staticmethod
+    @functools.lru_cache(maxsize=16)
+    def of(values: tuple[str, ...]) -> Secrets:
+        """The finder for these values, made once: every step's tools and reply use one, and
+        making it (every window of every encoded form) costs more than the step's own work."""
+        return Secrets(values)
 
     def __bool__(self) -> bool:
         return bool(self.values)
