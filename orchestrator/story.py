@@ -133,7 +133,7 @@ def story_text(
     state, steps = view.state, view.steps
     total = sum(tokens(s.total_usage) for s in steps)
     lines = [
-        f"thread {row.id} · {row.graph} · {state.status} · {len(state.steps)} steps · "
+        f"thread {row.id} · {row.graph} · {state.status} · {state.committed} steps · "
         f"{money(state.cost_usd)} · {total:,} tokens",
         f"workspace: {state.workspace}",
         f"started {_when(row.created)}, last event {_when(row.updated)}",

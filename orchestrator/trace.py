@@ -36,5 +36,12 @@ def trace_from_store(store: EventStore, thread_id: str) -> Trace:
     state = view.state
     steps = view.committed + [s for s in view.steps if not s.committed]
     return Trace(
-        thread_id, state.status, state.path, steps, state.final, state.reason, store, state.ending
+        thread_id,
+        state.status,
+        list(view.path),
+        steps,
+        state.final,
+        state.reason,
+        store,
+        state.ending,
     )

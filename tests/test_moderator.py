@@ -146,7 +146,7 @@ APPLY = [
     ApplyRow(
         "A4 committed: step done",
         ASKED,
-        lambda s: s.in_flight is None and len(s.steps) == 1 and s.latest["writer"].status == "ask",
+        lambda s: s.in_flight is None and s.committed == 1 and s.latest["writer"].status == "ask",
     ),
     ApplyRow(
         "A4 a person answered: running again",

@@ -308,7 +308,7 @@ def test_a_childs_steps_count_against_max_steps(graph: Graph) -> None:
     events: list[Event] = [*ALL_DONE, StepStarted(5, "nested", "x", "lead", "many", join=True)]
     (commit,) = judge(graph, fold(events), ChildEnded(5, "T.5", "noted", "f", {}, steps=3))
     state = fold([*events, commit])
-    assert len(state.steps) + state.child_steps == 8
+    assert state.committed + state.child_steps == 8
     limited = check_limits(state, "worker", Limits(8, 10, None))
     assert limited is not None and "max_steps (8) reached after 8 steps" in str(limited.event)
     assert check_limits(state, "worker", Limits(9, 10, None)) is None

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.core.engine import fold
+from orchestrator.core.steps import thread_view
 from orchestrator.recording import load_recording
 from orchestrator.spec.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
@@ -93,10 +93,10 @@ def test_solve_issue_fixes_the_sample_repo_on_its_own_branch(
     # The thread: planner, developer, a rejection loop, then approval and passing tests.
     db = SqliteStore(store)
     (row,) = db.threads()
-    state = fold([s.event for s in db.events(row.id)])
+    view = thread_view([s.event for s in db.events(row.id)])
     db.close()
-    assert state.status == "completed"
-    assert [(s.role, s.status) for s in state.steps] == [
+    assert view.state.status == "completed"
+    assert [(s.role, s.status) for s in view.committed] == [
         ("planner", "ready"),
         ("developer", "done"),
         ("reviewer", "rejected"),

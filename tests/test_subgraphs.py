@@ -103,13 +103,13 @@ def test_the_child_ending_is_the_status_and_its_fields_and_message_carry_on(grap
 def simulate_child_view(trace: Any) -> dict[str, Any]:
     session = Session(trace.store)
     child_id = f"{trace.thread_id}.1"  # a child's id: its parent's and the step's
-    state = session.state(child_id)
+    view = session.view(child_id)
     first = session.events(child_id)[0].event
     return {
-        "inputs": state.inputs,
+        "inputs": view.state.inputs,
         "parent": (first.parent, first.parent_step),
-        "path": state.path,
-        "status": state.status,
+        "path": list(view.path),
+        "status": view.state.status,
     }
 
 
@@ -143,7 +143,7 @@ def test_the_childs_steps_count_against_the_parents_max_steps(graphs: Path) -> N
     answers = [reply(answer="x")] * 10
     trace = simulate(graphs, {"worker": looping, "person": answers}, {"task": "t"})
     assert trace.state == "suspended" and "max_steps" in (trace.reason or "")
-    assert len(Session(trace.store).state(f"{trace.thread_id}.1").steps) == 6
+    assert Session(trace.store).state(f"{trace.thread_id}.1").committed == 6
 
 
 def test_a_person_in_the_child_makes_the_parent_wait_and_the_answer_goes_through(

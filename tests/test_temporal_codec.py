@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.core import engine
 from orchestrator.core.commands import RunStep
-from orchestrator.core.events import StepCommitted, SuspendKind, ThreadStarted
+from orchestrator.core.events import Event, StepCommitted, SuspendKind, ThreadStarted
 from orchestrator.core.outcomes import (
     ActorFailed,
     Answered,
@@ -21,6 +21,7 @@ from orchestrator.core.outcomes import (
     Replied,
     ResumeRequested,
 )
+from orchestrator.run.memory import SessionMemory
 from orchestrator.run.step import plan_step
 from orchestrator.spec.models import Graph
 from orchestrator.temporal.codec import (
@@ -79,19 +80,23 @@ def test_every_outcome_comes_back_as_it_went() -> None:
 def test_a_plan_comes_back_whole(make_graph: Callable[..., Graph]) -> None:
     graph = make_graph(LOOP)
     state = engine.fold([ThreadStarted("T1", graph.name, graph.hash, {"task": "x"}, "/w")])
+    memory = SessionMemory(graph)  # fed what the state is, as the runner and workflow do
+
+    def apply(event: Event) -> None:
+        engine.apply(state, event)
+        memory.observe(event)
+
     for n, note in enumerate(["one", "two"], 1):
-        command = engine.decide(graph, state)
-        engine.apply(state, command.event)  # type: ignore[union-attr]
-        engine.apply(
-            state,
-            StepCommitted(n, "worker", "again", {"note": note}, "", f"reply {n}", message=f"m{n}"),
+        apply(engine.decide(graph, state).event)  # type: ignore[union-attr]
+        apply(
+            StepCommitted(n, "worker", "again", {"note": note}, "", f"reply {n}", message=f"m{n}")
         )
-    engine.apply(state, engine.decide(graph, state).event)  # type: ignore[union-attr]
+    apply(engine.decide(graph, state).event)  # type: ignore[union-attr]
     command = engine.decide(graph, state)
     assert isinstance(command, RunStep)
     command = RunStep(command.step, command.role, command.prompt, command.location,
                       (("bad reply", ("error one", "error two")),))  # fmt: skip
-    plan = plan_step(graph, state, command, model="haiku")
+    plan = plan_step(graph, state, command, memory, model="haiku")
     assert plan.previous_visits and plan.attempts and plan.model == "haiku"
     assert plan_from_dict(trip(plan_to_dict(plan))) == plan
 

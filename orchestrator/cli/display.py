@@ -88,7 +88,7 @@ def describe(event: Any, state: ThreadState) -> str:
             )
             return f"resumed{note}"
         case ThreadCompleted():
-            spent = f"{len(state.steps)} steps, {money(state.cost_usd)}"
+            spent = f"{state.committed} steps, {money(state.cost_usd)}"
             if event.outcome == "failure":
                 return f"ended '{event.ending}' (a failure) after {spent}"
             ending = "" if event.ending == "done" else f" ({event.ending})"

@@ -18,14 +18,14 @@ def suspend(reason: str, kind: SuspendKind, step: int | None = None) -> Record:
 
 
 def check_limits(state: ThreadState, role: str, limits: Limits) -> Record | None:
-    steps = len(state.steps) + state.child_steps - state.budget_step
+    steps = state.committed + state.child_steps - state.budget_step
     if steps >= limits.max_steps:
         return suspend(
             f"limit max_steps ({limits.max_steps}) reached after {steps} steps; raise "
             f"`limits.max_steps` in the graph or pass --max-steps, then resume",
             SuspendKind.LIMIT,
         )
-    visits = len(state.visits.get(role, [])) - state.budget_visits.get(role, 0)
+    visits = state.visits.get(role, 0) - state.budget_visits.get(role, 0)
     if visits >= limits.max_visits:
         return suspend(
             f"limit max_visits ({limits.max_visits}) reached: role '{role}' already ran "

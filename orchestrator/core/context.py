@@ -53,11 +53,7 @@ def template_context(
         entry["$status"] = step.status
         steps_ctx[role] = entry
     context: dict[str, Any] = {}
-    last = (
-        previous
-        if previous is not None or branches is not None
-        else (state.steps[-1] if state.steps else None)
-    )
+    last = previous if previous is not None or branches is not None else state.last
     if source != START and last is not None:
         context.update(output_with_nulls(graph, last.role, last.status, last.frontmatter))
         context["$body"] = last.body
@@ -69,7 +65,7 @@ def template_context(
     context["$steps"] = steps_ctx
     context["$thread"] = {
         "id": state.thread_id,
-        "step": len(state.steps) + 1,
+        "step": state.committed + 1,
         "workspace": state.workspace,
     }
     return context
@@ -85,27 +81,18 @@ def _output(graph: Graph, step: Step) -> dict[str, Any]:
 
 def guard_names(graph: Graph, state: ThreadState, source: str) -> dict[str, Any]:
     """The names an edge guard sees (docs/format.md section 11)."""
-    last = state.steps[-1] if source != START and state.steps else None
+    last = state.last if source != START else None
     return {
         "output": _output(graph, last) if last is not None else {},
         "inputs": _inputs(graph, state),
         "steps": {role: _output(graph, step) for role, step in state.latest.items()},
-        "visits": {role: len(state.visits.get(role, [])) for role in graph.roles},
-        "thread": {"step": len(state.steps) + 1},
+        "visits": {role: state.visits.get(role, 0) for role in graph.roles},
+        "thread": {"step": state.committed + 1},
     }
-
-
-HISTORY_LIMIT = 30  # steps shown to a role; prompting trims further to its size budget
 
 
 def history_for(state: ThreadState, role: str) -> list[Step]:
     """The committed steps since `role` last spoke (the most recent HISTORY_LIMIT of them)."""
-    visits = state.visits.get(role)
-    start = visits[-1] + 1 if visits else 0
-    start = max(start, len(state.steps) - HISTORY_LIMIT)
-    return state.steps[start:]
-
-
-def previous_visits(state: ThreadState, role: str) -> list[Step]:
-    """The role's own earlier committed steps, oldest first (its `memory: session`)."""
-    return [state.steps[i] for i in state.visits.get(role, [])]
+    mine = state.latest.get(role)
+    since = mine.index if mine is not None else -1
+    return [step for step in state.recent if step.index > since]

@@ -28,7 +28,9 @@ apply: the states
     A4 StepCommitted(n, status) -> step n done (the next edge is graph[role][status]); a pending
                                    resume message is used up (a step that fails again keeps it
                                    for the next resume); a waiting thread (a person answered)
-                                   is running again
+                                   is running again. The state keeps the role's latest output,
+                                   the last HISTORY_LIMIT steps and the visit counts, no more:
+                                   its size does not grow with the thread
     A5 HumanWaiting(n)          -> waiting: a person must answer step n
     A6 ThreadSuspended(kind)    -> suspended, with the reason and kind
     A7 ThreadResumed(message)   -> running. The step in flight is decided again from its edge
@@ -235,7 +237,7 @@ def _take(
         prompt = (
             f"{prompt}\n\nMessage from the person who resumed this thread:\n{state.resume_message}"
         )
-    step = len(state.steps) + 1
+    step = state.committed + 1
     return Record(
         replace(
             start, step=step, role=edge.role or "", prompt=prompt, location=location, inputs=inputs
@@ -255,7 +257,7 @@ def _take_join(graph: Graph, state: ThreadState, limits: Limits) -> Command:
             f"the fan-out of '{fo.source}' on '{fo.status}' is no longer in the graph",
             SuspendKind.GRAPH,
         )
-    previous = state.steps[fo.source_index] if fo.source_index is not None else None
+    previous = fo.source_step
     branches = fanout.branches_value(graph, state)
     context = template_context(graph, state, fo.source, fo.status, previous, branches)
     label = f"join edge {fo.source} --{fo.status}--> {edge.join.role}"
@@ -293,11 +295,11 @@ def _choose_edge(
 
 
 def _next_edge_key(state: ThreadState) -> tuple[str, str]:
-    if not state.steps:
+    last = state.last
+    if last is None:
         return START, SINGLE_EXIT
     if state.resume_from_end:
         return START, RESUME
-    last = state.steps[-1]
     return last.role, last.status
 
 

@@ -50,7 +50,7 @@ def branch_contexts(
 
 def over_limit(state: ThreadState, roles: list[str], limits: Limits) -> str | None:
     """D11: a fan-out is checked as a whole: every branch is a step; a role is visited once."""
-    steps = len(state.steps) + state.child_steps - state.budget_step
+    steps = state.committed + state.child_steps - state.budget_step
     if roles and steps + len(roles) > limits.max_steps:
         return (
             f"limit max_steps ({limits.max_steps}) reached: {steps} steps ran and the fan-out "
@@ -58,7 +58,7 @@ def over_limit(state: ThreadState, roles: list[str], limits: Limits) -> str | No
             "--max-steps, then resume"
         )
     for role in dict.fromkeys(roles):
-        visits = len(state.visits.get(role, [])) - state.budget_visits.get(role, 0)
+        visits = state.visits.get(role, 0) - state.budget_visits.get(role, 0)
         if visits >= limits.max_visits:
             return (
                 f"limit max_visits ({limits.max_visits}) reached: role '{role}' already ran "
@@ -76,7 +76,7 @@ def over_limit(state: ThreadState, roles: list[str], limits: Limits) -> str | No
 def started(
     state: ThreadState, source: str, status: str, option: int, branches: list[Rendered]
 ) -> Record:
-    return Record(BranchesStarted(source, status, len(state.steps) + 1, branches, option))
+    return Record(BranchesStarted(source, status, state.committed + 1, branches, option))
 
 
 def _run(f: InFlight) -> RunStep:

@@ -64,16 +64,13 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.workspace = event.workspace
             state.status = ThreadStatus.RUNNING
         case BranchesStarted():
-            source_index = (
-                len(state.steps) - 1 if state.steps and event.source != "$START" else None
-            )
             state.fanout = FanOut(
                 event.source,
                 event.status,
                 event.option,
                 event.first_step,
                 [dict(b) for b in event.branches],
-                source_index,
+                state.last if event.source != "$START" else None,
             )
             state.resume_from_end = False
         case StepStarted():
@@ -152,10 +149,12 @@ def _commit(state: ThreadState, event: StepCommitted) -> None:
         event.reply,
         event.message,
         event.cost_usd,
+        state.committed,
     )
-    state.steps.append(step)
+    state.committed += 1
+    state.recent.append(step)
     state.latest[event.role] = step
-    state.visits.setdefault(event.role, []).append(len(state.steps) - 1)
+    state.visits[event.role] = state.visits.get(event.role, 0) + 1
     state.child_steps += event.child_steps
     _add_usage(state, event.usage, event.cost_usd)
     fo = state.fanout
@@ -185,9 +184,9 @@ def _resume(state: ThreadState, event: ThreadResumed) -> None:
         state.fanout.flights.clear()
         state.fanout.failed.clear()
     if state.suspend_kind == SuspendKind.LIMIT:
-        state.budget_step = len(state.steps) + state.child_steps
+        state.budget_step = state.committed + state.child_steps
         state.budget_cost = state.cost_usd
-        state.budget_visits = {r: len(v) for r, v in state.visits.items()}
+        state.budget_visits = dict(state.visits)
     state.status = ThreadStatus.RUNNING
     state.reason = None
     state.suspend_kind = None

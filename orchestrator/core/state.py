@@ -1,16 +1,19 @@
 """A thread's state: what the moderator needs, folded from the events by `engine.apply`.
 
-The state is plain data; only `engine.apply` changes it. `ThreadSummary` is the part of it a
+The state is plain data; only `engine.apply` changes it. Its size does not grow with the thread:
+of the committed steps it keeps each role's latest, the last HISTORY_LIMIT (what a role's
+history shows) and the visit counts; every step stays in the log, which the readers
+(`core/steps.py`) fold for themselves. `ThreadSummary` is the part of it a
 store keeps beside the events (so `threads list` never reads a log): it is computed from the
 state, never by rules of the store's own.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..spec.models import END
 from .events import SuspendKind, ThreadStatus
 
 
@@ -26,6 +29,10 @@ class Step:
     reply: str
     message: str
     cost_usd: float
+    index: int = 0  # its place among the thread's committed steps, in commit order, from 0
+
+
+HISTORY_LIMIT = 30  # committed steps shown to a role (prompting trims further to its size budget)
 
 
 @dataclass
@@ -53,7 +60,7 @@ class FanOut:
     option: int
     first_step: int
     branches: list[dict[str, Any]]  # {role, prompt, location, inputs}, in branch order
-    source_index: int | None  # the fanning-out step's index in `steps` (None from $START)
+    source_step: Step | None  # the step that fanned out (None from $START)
     flights: dict[int, InFlight] = field(default_factory=dict)  # by step number
     done: dict[int, Step] = field(default_factory=dict)  # by branch index
     failed: dict[int, tuple[str, SuspendKind]] = field(default_factory=dict)  # by branch index
@@ -85,9 +92,10 @@ class ThreadState:
     inputs: dict[str, Any] = field(default_factory=dict)
     workspace: str = ""
     status: ThreadStatus = ThreadStatus.NEW
-    steps: list[Step] = field(default_factory=list)
+    committed: int = 0  # steps committed
+    recent: deque[Step] = field(default_factory=lambda: deque(maxlen=HISTORY_LIMIT))
     latest: dict[str, Step] = field(default_factory=dict)  # each role's latest committed step
-    visits: dict[str, list[int]] = field(default_factory=dict)  # role -> indexes into steps
+    visits: dict[str, int] = field(default_factory=dict)  # role -> steps it committed
     in_flight: InFlight | None = None
     fanout: FanOut | None = None  # branches in progress; their steps are in its flights
     child_steps: int = 0  # steps of subgraph children, counted against max_steps
@@ -130,18 +138,14 @@ class ThreadState:
         return self.in_flight is not None or bool(self.fanout and self.fanout.flights)
 
     @property
-    def step_count(self) -> int:
-        return len(self.steps)
-
-    @property
-    def path(self) -> list[str]:
-        roles = [s.role for s in self.steps]
-        return roles + [END] if self.ending is not None else roles
+    def last(self) -> Step | None:
+        """The step committed last."""
+        return self.recent[-1] if self.recent else None
 
     def summary(self) -> ThreadSummary:
         return ThreadSummary(
             status=self.status,
-            steps=len(self.steps),
+            steps=self.committed,
             cost_usd=self.cost_usd,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,

@@ -17,6 +17,7 @@ so they cannot disagree about what a step is:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -109,6 +110,7 @@ class ThreadView:
     state: ThreadState
     steps: tuple[StepView, ...]
     ends: tuple[tuple[int, EdgeKey], ...] = ()  # (steps before it, edge) per completion
+    path: tuple[str, ...] = ()  # `path_of` the log
 
     @property
     def committed(self) -> list[StepView]:
@@ -197,7 +199,14 @@ def thread_view(events: list[Event], state: ThreadState | None = None) -> Thread
                 if last is not None and not steps[last.step].committed and note:
                     s = steps[last.step]
                     steps[last.step] = replace(s, notes=(*s.notes, note))
-    return ThreadView(state, tuple(steps[n] for n in order), tuple(ends))
+    path = tuple(path_of(events, state.ending))
+    return ThreadView(state, tuple(steps[n] for n in order), tuple(ends), path)
+
+
+def path_of(events: Iterable[Event], ending: str | None) -> list[str]:
+    """The roles in the order their steps committed, then $END if the thread ended there."""
+    roles = [event.role for event in events if isinstance(event, StepCommitted)]
+    return [*roles, END] if ending is not None else roles
 
 
 def _note(event: Event) -> str:

@@ -61,7 +61,7 @@ def _options_for(parent: LiveThread, child: Graph, thread_id: str) -> RunOptions
     """What the parent's limits leave for the child (its steps and cost count against them)."""
     limits = limits_for(parent.graph, parent.options.max_steps, parent.options.max_cost_usd)
     state = parent.state
-    steps_left = limits.max_steps - (len(state.steps) + state.child_steps - state.budget_step)
+    steps_left = limits.max_steps - (state.committed + state.child_steps - state.budget_step)
     max_steps = max(1, min(child.limits.max_steps, steps_left))
     cost_left = None
     if limits.max_cost_usd is not None:
@@ -162,7 +162,7 @@ def outcome_of(
     """The parent step's outcome for the child's result."""
     state = engine.fold([s.event for s in parent.store.events(thread_id)])
     if result.state in (ThreadStatus.COMPLETED, ThreadStatus.FAILED) and state.ending is not None:
-        last = state.steps[-1].frontmatter if state.steps else {}
+        last = state.last.frontmatter if state.last is not None else {}
         return ChildEnded(
             step,
             thread_id,
@@ -171,7 +171,7 @@ def outcome_of(
             dict(last),
             usage={"input_tokens": state.input_tokens, "output_tokens": state.output_tokens},
             cost_usd=state.cost_usd,
-            steps=len(state.steps) + state.child_steps,
+            steps=state.committed + state.child_steps,
             duration_s=round(took, 3),
         )
     if result.state == ThreadStatus.WAITING:

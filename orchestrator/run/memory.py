@@ -19,7 +19,7 @@ visits left out) is byte-identical and cached; after a jump the window holds bet
 budget and the budget, and the cache is written anew once.
 
 Pure where it matters: `window_start` is a function of the sizes, so any process (a resumed
-thread, a Temporal worker without a cache) chooses the same window.
+thread, a Temporal workflow) that folds the same events chooses the same window.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from ..actors.base import Visit
-from ..core.state import ThreadState
+from ..core.events import Event, StepCommitted
+from ..spec.models import Graph, Role
 
 # A safe share of a 200,000-token context window: the rest holds the system prompt, the tools,
 # the history block, this visit's message, repairs, tool rounds and the reply.
@@ -60,38 +61,48 @@ def dropped_note(count: int) -> str:
     )
 
 
+def budget_for(graph: Graph, role: Role) -> int:
+    return role.memory_budget or graph.defaults.memory_budget or DEFAULT_BUDGET
+
+
 @dataclass
 class _RoleVisits:
-    visits: list[Visit] = field(default_factory=list)
-    sums: list[int] = field(default_factory=lambda: [0])
+    visits: list[Visit] = field(default_factory=list)  # those in the window, oldest first
+    sums: list[int] = field(default_factory=lambda: [0])  # tokens of the visits before each
+    dropped: int = 0  # visits before the window, let go
 
 
 class SessionMemory:
-    """Each role's visits and running sizes for one thread, extended as the thread grows."""
+    """Each `memory: session` role's visits within its budget, for one thread.
 
-    def __init__(self) -> None:
+    Fed every event folded into the thread's state (`observe`), since the state keeps no more
+    than a role's latest step. The window only moves forward, so the visits it leaves behind
+    are let go: what it holds is bounded by the budget, whatever the thread's length."""
+
+    def __init__(self, graph: Graph) -> None:
+        self._budgets = {
+            name: budget_for(graph, role)
+            for name, role in graph.roles.items()
+            if role.memory == "session"
+        }
         self._roles: dict[str, _RoleVisits] = {}
-        self._state_id = 0
 
-    def window(self, state: ThreadState, role: str, budget: int) -> tuple[tuple[Visit, ...], int]:
+    def observe(self, event: Event) -> None:
+        if not isinstance(event, StepCommitted) or event.role not in self._budgets:
+            return
+        known = self._roles.setdefault(event.role, _RoleVisits())
+        visit = Visit(event.message, event.reply)
+        known.visits.append(visit)
+        known.sums.append(known.sums[-1] + estimate_tokens(visit))
+        # The sums are the thread's running totals, so the window starts where it would
+        # over every visit the role ever made.
+        start = window_start(known.sums, self._budgets[event.role])
+        if start:
+            del known.visits[:start]
+            del known.sums[:start]
+            known.dropped += start
+
+    def window(self, role: str) -> tuple[tuple[Visit, ...], int]:
         """(the visits to send, oldest first; how many earlier ones were left out)."""
-        if id(state) != self._state_id:  # another state (re-read after a conflict): start over
-            self._roles, self._state_id = {}, id(state)
-        known = self._roles.setdefault(role, _RoleVisits())
-        indexes = state.visits.get(role, [])
-        if len(indexes) < len(known.visits):  # cannot happen with one state; be safe
-            known = self._roles[role] = _RoleVisits()
-        for i in indexes[len(known.visits) :]:
-            step = state.steps[i]
-            visit = Visit(step.message, step.reply)
-            known.visits.append(visit)
-            known.sums.append(known.sums[-1] + estimate_tokens(visit))
-        start = window_start(known.sums, budget)
-        return tuple(known.visits[start:]), start
-
-
-def session_window(
-    state: ThreadState, role: str, budget: int, memory: SessionMemory | None = None
-) -> tuple[tuple[Visit, ...], int]:
-    """The role's visits within `budget`; without a `memory`, computed from the state alone."""
-    return (memory or SessionMemory()).window(state, role, budget)
+        known = self._roles.get(role)
+        return (tuple(known.visits), known.dropped) if known is not None else ((), 0)

@@ -47,15 +47,16 @@ class ThreadResult:
     worktree: dict[str, Any] | None = None  # the thread's branch and what was committed there
 
     @classmethod
-    def of(cls, thread_id: str, state: ThreadState) -> ThreadResult:
+    def of(cls, thread_id: str, state: ThreadState, path: list[str]) -> ThreadResult:
+        """`path` is the log's (`ThreadView.path`): the state keeps no list of its steps."""
         return cls(
             thread_id,
             state.status,
             state.final,
             state.reason,
-            len(state.steps),
+            state.committed,
             state.cost_usd,
-            state.path,
+            path,
             state.suspend_kind,
             ending=state.ending,
             recovery=state.recovery,

@@ -32,6 +32,7 @@ from ..core.commands import Idle, Record, RunBranches, RunStep
 from ..core.events import Event, StepStarted
 from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState
+from ..core.steps import path_of
 from ..spec.models import Graph
 from ..store.base import EventStore, Owner, StoredEvent, StoreError, ThreadBusy
 from ..tools.mcp_client import thread_servers
@@ -57,7 +58,7 @@ class LiveThread:
         self.step_task: asyncio.Future[Outcome] | None = None
         self.branch_tasks: dict[int, asyncio.Future[Outcome]] = {}  # by step number
         self._deferred: concurrent.futures.Future[StoredEvent] | None = None
-        self.memory = SessionMemory()  # each role's visits, so a step's request costs O(1)
+        self.memory = SessionMemory(graph)  # `memory: session` visits, fed as the state is
         self.catch_up(notify=False)
         self._root: Path | None = None
 
@@ -69,7 +70,7 @@ class LiveThread:
 
     async def append(self, event: Event) -> None:
         """Apply the event and wait until it is committed (on the store's writer thread)."""
-        engine.apply(self.state, event)
+        self._apply(event)
         self.seq += 1
         pending = self.store.append_future(self.thread_id, self.seq, event, self.state.summary())
         await self.flush()  # a deferred StepStarted: usually committed with this event
@@ -82,7 +83,7 @@ class LiveThread:
         (`may_defer`): its commit then overlaps the model's call, and the step's result is
         committed with it or after it, never before (the writer keeps the order). Reported to
         `on_event` now; if its commit fails, the step is stopped and the failure raised."""
-        engine.apply(self.state, event)
+        self._apply(event)
         self.seq += 1
         pending = self.store.append_future(self.thread_id, self.seq, event, self.state.summary())
         self._deferred = pending
@@ -117,6 +118,7 @@ class LiveThread:
             # Someone else appended first (a cancel): the state is the store's, not ours.
             self._deferred = None
             self.state, self.seq, self.saved = ThreadState(), 0, 0
+            self.memory = SessionMemory(self.graph)
             self.catch_up(notify=False)
             raise
 
@@ -129,11 +131,15 @@ class LiveThread:
         pending = self._deferred
         return pending is not None and pending.done() and pending.exception() is not None
 
+    def _apply(self, event: Event) -> None:
+        engine.apply(self.state, event)
+        self.memory.observe(event)
+
     def catch_up(self, *, notify: bool = True) -> bool:
         """Fold the events appended since we last looked; True if there were any."""
         new = self.store.events(self.thread_id, after=self.seq)
         for stored in new:
-            engine.apply(self.state, stored.event)
+            self._apply(stored.event)
             self.seq = self.saved = stored.seq
             if notify and self.options.on_event is not None:
                 self.options.on_event(stored, self.state)
@@ -144,7 +150,8 @@ class LiveThread:
             await self.append(event)
 
     def result(self) -> ThreadResult:
-        return ThreadResult.of(self.thread_id, self.state)
+        events = (stored.event for stored in self.store.events(self.thread_id))
+        return ThreadResult.of(self.thread_id, self.state, path_of(events, self.state.ending))
 
     async def watch(self) -> None:
         """Renew the lease; stop the step in flight when another process ended the thread."""
@@ -286,7 +293,7 @@ def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Await
     role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
     if role.graph is not None:
         return run_child(thread, command, actor_for, advance)
-    plan = plan_step(thread.graph, thread.state, command, thread.options.model, thread.memory)
+    plan = plan_step(thread.graph, thread.state, command, thread.memory, thread.options.model)
     actor = actor_for(command.role, role)
     return perform_step(plan, role, thread.workspace_root(), actor, thread.options.on_progress)
 

@@ -1,10 +1,11 @@
 """One step of a thread, split where the moderator ends and the world begins.
 
-    plan_step(graph, state, command, model) -> StepPlan
+    plan_step(graph, state, command, memory, model) -> StepPlan
         What the actor is asked: the prompt, the inputs, the history since the role last spoke,
         its own earlier visits (`memory: session`, kept within its budget: memory.py), the
-        rejected attempts being repaired and the model settings. Pure: a function of the graph and the state, so a Temporal workflow can
-        compute it as well as the local runner.
+        rejected attempts being repaired and the model settings. Pure: a function of the graph,
+        the state and the session memory folded beside it, so a Temporal workflow can compute
+        it as well as the local runner.
     perform_step(plan, role, root, actor) -> Outcome
         The rest, all I/O: the step's folder (made when the edge names a location), the actor's
         call, and its reply or its failure as an outcome for `judge`. The local runner calls it
@@ -29,7 +30,7 @@ from ..core.outcomes import ActorFailed, NeedsPerson, Outcome, PreconditionFaile
 from ..core.state import ThreadState
 from ..spec.models import Graph, Role
 from .actors import model_settings
-from .memory import DEFAULT_BUDGET, SessionMemory, dropped_note, session_window
+from .memory import SessionMemory, dropped_note
 from .preconditions import afailing
 from .warmup import sdk_imported
 
@@ -78,18 +79,17 @@ def plan_step(
     graph: Graph,
     state: ThreadState,
     command: RunStep,
+    memory: SessionMemory,
     model: str | None = None,
-    memory: SessionMemory | None = None,
 ) -> StepPlan:
-    """What the actor of the step in flight is asked. Pure. `model` is --model, if given;
-    `memory` is the advancing thread's cache of visits (the same plan, built in O(1))."""
+    """What the actor of the step in flight is asked. Pure. `memory` holds the `memory: session`
+    roles' visits, fed the same events as `state`; `model` is --model, if given."""
     role = graph.roles[command.role]  # decide() suspends a step whose role is gone
     settings = model_settings(graph, role, model)
     prompt = command.prompt
     visits: tuple[Visit, ...] = ()
     if role.memory == "session":
-        budget = role.memory_budget or graph.defaults.memory_budget or DEFAULT_BUDGET
-        visits, dropped = session_window(state, command.role, budget, memory)
+        visits, dropped = memory.window(command.role)
         if dropped and visits:
             first = visits[0]
             visits = (

@@ -38,7 +38,7 @@ from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
-from ..core.steps import ThreadView, thread_view
+from ..core.steps import ThreadView, path_of, thread_view
 from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
@@ -251,7 +251,8 @@ class TemporalSession:
                 await answered(handle.execute_update(ThreadWorkflow.interrupt), follower.queue)
                 await follower.read()
             raise
-        return ThreadResult.of(thread_id, follower.state)
+        path = path_of((stored.event for stored in follower.events), follower.state.ending)
+        return ThreadResult.of(thread_id, follower.state, path)
 
     async def _request(
         self,

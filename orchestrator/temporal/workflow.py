@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeRequested,
     )
     from ..core.state import ThreadState
+    from ..run.memory import SessionMemory
     from ..run.options import ThreadResult
     from ..run.step import plan_step
     from .codec import graph_from_snapshot, outcome_from_dict, plan_to_dict, stored_to_dict
@@ -146,6 +147,7 @@ class ThreadWorkflow:
         self.log: list[dict[str, Any]] = []
         self.sizes: list[int] = []  # each stored event's JSON size, for paging
         self.state = ThreadState()
+        self.memory = SessionMemory(self.graph)  # `memory: session` visits, fed as the state is
         for stored in params.events:
             self._keep(stored, event_from_dict(stored["event"]))
         self.activities: dict[int, asyncio.Task[Any]] = {}  # the steps in flight, by number
@@ -172,7 +174,7 @@ class ThreadWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish()
         with host():
-            return ThreadResult.of(self.thread_id, self.state).to_dict()
+            return ThreadResult.of(self.thread_id, self.state, []).to_dict()  # no path in it
 
     async def _turn(self) -> bool:
         """Carry out one command; False when the thread has ended."""
@@ -212,7 +214,7 @@ class ThreadWorkflow:
             role = self.graph.roles[command.role]
             if role.graph is not None:
                 return ActorFailed(command.step, NOT_ON_TEMPORAL, SuspendKind.CONFIG)
-            plan = plan_step(self.graph, self.state, command, self.model)
+            plan = plan_step(self.graph, self.state, command, self.memory, self.model)
             request = StepInput(
                 command.role, role.model_dump(mode="json"), plan_to_dict(plan), self.state.workspace
             )
@@ -266,6 +268,7 @@ class ThreadWorkflow:
     def _keep(self, stored: dict[str, Any], event: Event) -> None:
         with host():
             engine.apply(self.state, event)
+            self.memory.observe(event)
         self.log.append(stored)
         self.sizes.append(len(json.dumps(stored, ensure_ascii=False, default=str)))
 
@@ -320,7 +323,7 @@ class ThreadWorkflow:
             "graph_path": self.graph_path,
             "workspace": s.workspace,
             "state": str(s.status),
-            "steps": len(s.steps),
+            "steps": s.committed,
             "cost_usd": s.cost_usd,
             "input_tokens": s.input_tokens,
             "output_tokens": s.output_tokens,
@@ -337,7 +340,7 @@ class ThreadWorkflow:
         f = s.in_flight
         doing = f" · step {f.step}: {f.role}" if f is not None and s.status == "running" else ""
         workflow.set_current_details(
-            f"**{s.status}**{doing} · {len(s.steps)} steps committed"
+            f"**{s.status}**{doing} · {s.committed} steps committed"
             + (f"\n\n{s.reason}" if s.reason else "")
         )
 

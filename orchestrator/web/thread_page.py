@@ -62,7 +62,7 @@ def thread_page(
         f'<h1>thread <span class="mono">{esc(row.id)}</span></h1>',
         '<div class="facts" data-live="facts">',
         f"{badge(status)} <span>graph {esc(row.graph)}</span>",
-        f"<span>{len(state.steps)} steps</span><span>{total_tokens:,} tokens</span>",
+        f"<span>{state.committed} steps</span><span>{total_tokens:,} tokens</span>",
         f"<span>{cost(state.cost_usd)}</span><span>started {esc(stamp(row.created))}</span>",
         f"<span>last event {esc(stamp(row.updated))}</span>",
         f"<span>workspace <code>{esc(state.workspace)}</code></span>",
