@@ -159,16 +159,16 @@ class Role(_Frozen):
     def folder(self) -> str | None:
         return self._folder
 
-    @property
+    @cached_property  # asked at every step
     def tool_sets(self) -> tuple[str, ...]:
         """The built-in tool sets the role has (read, edit, shell), without Python and MCP."""
         return tuple(t for t in self.tools if isinstance(t, str))
 
-    @property
+    @cached_property  # asked at every step
     def python_tools(self) -> tuple[PythonTool, ...]:
         return tuple(t for t in self.tools if isinstance(t, PythonTool))
 
-    @property
+    @cached_property  # asked at every step
     def mcp_servers(self) -> tuple[McpServer, ...]:
         return tuple(t.mcp for t in self.tools if isinstance(t, McpTool))
 
