@@ -341,6 +341,26 @@ def test_agent_control_without_sandbox(ws: Path, outside: Path) -> None:
     assert "WITHOUT a sandbox" in stderr and "'agent'" in stderr
 
 
+def test_agent_runs_when_the_first_bash_on_path_is_in_a_hidden_folder(
+    mechanism: str, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lifeline starts the command through the first bash on PATH; under /tmp (which the
+    sandbox replaces by an empty one) it must stay visible, or no command could start."""
+    folder = Path(tempfile.mkdtemp(prefix="bash-", dir="/tmp"))
+    try:
+        shutil.copy2(os.path.realpath(shutil.which("bash") or "/bin/bash"), folder / "bash")
+        monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+        sandboxing.reset()
+        assert sandboxing.lifeline_shell() == str(folder / "bash")
+        assert (
+            act(ws, [sys.executable, "-c", "print('hello from inside')"]) == "hello from inside\n"
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        monkeypatch.undo()
+        sandboxing.reset()
+
+
 def test_agent_suspends_when_no_sandbox_can_be_made(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

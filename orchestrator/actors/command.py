@@ -18,10 +18,8 @@ kept through the sandbox), and a timeout kills its whole process group and sandb
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
-import signal
 from pathlib import Path
 
 from ..prompting import repair_message, system_prompt, visit_message
@@ -81,8 +79,8 @@ class CommandProcessActor:
             raise ActorError(
                 f"role {request.role_name!r} was not started: {exc}", "sandbox"
             ) from None
-        except OSError as exc:
-            raise ActorError(f"cannot start `{name}`: {exc.strerror or exc}", "process") from None
+        except sandboxing.CannotStart as exc:
+            raise ActorError(f"cannot start `{name}`: {exc}", "process") from None
         if proc.returncode != 0:
             # Redact the whole of stderr before keeping its tail: a cut cannot show a prefix.
             tail = secrets.redact(err.decode(errors="replace")).strip().splitlines()[-5:]
@@ -95,18 +93,16 @@ class CommandProcessActor:
     async def _communicate(
         self, proc: asyncio.subprocess.Process, prompt: str, name: str
     ) -> tuple[bytes, bytes]:
-        """The process's output once it has ended; killed on timeout or cancellation."""
+        """The process's output once it has ended; killed on timeout (and, by `started`, when
+        cancelled)."""
         try:
             return await asyncio.wait_for(proc.communicate(prompt.encode()), self.timeout)
         except TimeoutError:
-            _kill(proc)
+            sandboxing.kill_group(proc)
             await proc.wait()
             raise ActorError(
                 f"`{name}` did not answer within {self.timeout:g} s and was stopped", "timeout"
             ) from None
-        except asyncio.CancelledError:
-            _kill(proc)
-            raise
 
 
 def _runnable(name: str, path: str | None, cwd: Path) -> bool:
@@ -115,8 +111,3 @@ def _runnable(name: str, path: str | None, cwd: Path) -> bool:
         return shutil.which(name, path=path) is not None
     full = cwd / name
     return full.is_file() and os.access(full, os.X_OK)
-
-
-def _kill(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)

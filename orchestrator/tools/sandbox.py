@@ -91,6 +91,10 @@ class SandboxUnavailable(Exception):
     """No sandbox can be made for a process that needs one; the message says what to do."""
 
 
+class CannotStart(Exception):
+    """The process could not be started (its OSError's words)."""
+
+
 @dataclass(frozen=True)
 class Policy:
     """What a sandboxed process may do besides reading the filesystem and writing its workspace."""
@@ -153,6 +157,14 @@ def _probe_env() -> dict[str, str]:
 def reset() -> None:
     """Forget what was probed (tests that change PATH or the forcing variable)."""
     _works.cache_clear()
+    lifeline_shell.cache_clear()
+
+
+@functools.cache
+def lifeline_shell() -> str | None:
+    """The bash that runs LIFELINE_CHECK, by its real path (the sandbox keeps it visible)."""
+    found = shutil.which("bash")
+    return os.path.realpath(found) if found else None
 
 
 # --------------------------------------------------------------------------- the argv
@@ -180,10 +192,10 @@ def wrap(
             + ", ".join(str(p) for p in missing)
         )
     ws = Path(os.path.realpath(workspace))
-    readable = visible_through(argv, ws, policy)
-    bash = shutil.which("bash")
+    bash = lifeline_shell()
     if lifeline is not None and bash is not None:
         argv = [bash, "-p", "-c", LIFELINE_CHECK, str(lifeline), *argv]
+    readable = visible_through(argv, ws, policy)
     if kind == "bwrap":
         return _bwrap(argv, ws, policy, readable)
     return _unshare(argv, ws, policy, readable)
@@ -359,40 +371,63 @@ async def started(
     """`argv` started in the sandbox (`policy`; None runs it bare) in a session of its own, tied
     to the orchestrator's life: it dies when the orchestrator dies, even while the sandbox is
     being set up (the lifeline). `options` go to `asyncio.create_subprocess_exec`; raises
-    SandboxUnavailable, or OSError when it cannot start. The lifeline stays open until the
-    block ends, which the caller leaves once the process has ended (or been killed)."""
-    reader, writer = os.pipe()  # inherited by no other process: the reader only by this child
-    kind = mechanism() if policy is not None else None
-    # bubblewrap ties itself to the orchestrator (`--die-with-parent`) just before it lets the
-    # sandbox's init go on; killed earlier than that by a tie of ours, it would leave that init
-    # blocked for ever (on an eventfd only bubblewrap writes). The lifeline covers the time
-    # before bubblewrap's tie, so ours is only for the other cases.
-    tie = kind != "bwrap" or shutil.which("bash") is None
+    SandboxUnavailable, or CannotStart. When the block ends, however it ends, the process's
+    group is killed if the process is still running, then the lifeline is let go."""
+    reader = writer = -1
+    process: asyncio.subprocess.Process | None = None
     try:
+        kind = mechanism() if policy is not None else None
+        lifeline = kind is not None and lifeline_shell() is not None
+        # bubblewrap ties itself to the orchestrator (`--die-with-parent`) just before it lets
+        # the sandbox's init go on; killed earlier than that by a tie of ours, it would leave
+        # that init blocked for ever (on an eventfd only bubblewrap writes). The lifeline covers
+        # the time before bubblewrap's tie, so ours is only for the other cases.
+        tie = not (lifeline and kind == "bwrap")
+        if lifeline:
+            reader, writer = os.pipe()  # inherited by no other process: the reader by this child
         if policy is not None:
-            argv = wrap(argv, workspace=workspace, policy=policy, kind=kind, lifeline=reader)
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=str(workspace),
-            start_new_session=True,
-            preexec_fn=functools.partial(die_with_parent, os.getpid()) if tie else None,
-            pass_fds=(reader,) if policy is not None else (),
-            **options,
-        )
-        os.close(reader)
-        reader = -1
+            argv = wrap(
+                argv,
+                workspace=workspace,
+                policy=policy,
+                kind=kind,
+                lifeline=reader if lifeline else None,
+            )
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=str(workspace),
+                start_new_session=True,
+                preexec_fn=functools.partial(die_with_parent, os.getpid()) if tie else None,
+                pass_fds=(reader,) if lifeline else (),
+                **options,
+            )
+        except OSError as exc:
+            raise CannotStart(exc.strerror or str(exc)) from None
+        if lifeline:
+            os.close(reader)
+            reader = -1
         yield process
     finally:
+        if process is not None and process.returncode is None:
+            kill_group(process)
         for fd in (reader, writer):
             if fd >= 0:
                 os.close(fd)
 
 
+def kill_group(process: asyncio.subprocess.Process) -> None:
+    """Kill the process's session (it leads one: `started`), whatever of it is still there."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
 def die_with_parent(parent: int) -> None:
     """In the child, before exec: ask Linux to kill it if the orchestrator dies.
 
-    Kept through the sandbox: the signal kills bwrap (or unshare), whose `--die-with-parent`
-    (`--kill-child`) kills the sandbox's init, and with it every process in its PID namespace."""
+    Kept through the sandbox: the signal kills unshare (or bwrap when there is no lifeline),
+    whose `--kill-child` (`--die-with-parent`) kills the sandbox's init, and with it every
+    process in its PID namespace."""
     if sys.platform.startswith("linux"):
         import ctypes  # deferred: only a forked child on Linux needs it
 

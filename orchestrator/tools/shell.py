@@ -22,9 +22,6 @@ does nothing, because every command already starts fresh.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 from typing import Any, Literal
 
 from ..spec.models import Sandbox
@@ -95,17 +92,14 @@ class Shell:
 
                 try:
                     await asyncio.wait_for(pump(), timeout=self.timeout)
-                except TimeoutError:
+                except TimeoutError:  # (cancelled, `started` kills it)
                     timed_out = True
-                    _kill_group(proc.pid)
+                    sandboxing.kill_group(proc)
                     await proc.wait()
-                except asyncio.CancelledError:
-                    _kill_group(proc.pid)
-                    raise
         except sandboxing.SandboxUnavailable as exc:
             return f"the command was not run: {exc}", True
-        except OSError as exc:
-            return f"could not start bash: {exc.strerror or exc}", True
+        except sandboxing.CannotStart as exc:
+            return f"could not start bash: {exc}", True
         text = kept.decode("utf-8", errors="replace")
         # Redact before cutting, so a cut cannot leave a prefix of a credential behind.
         text = self.secrets.redact_cut(text) if dropped else self.secrets.redact(text)
@@ -124,8 +118,3 @@ class Shell:
         if code:
             text += f"\n[exit code {code}]"
         return text, False
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
