@@ -140,7 +140,30 @@ REPLIES = {
     "planner": "---\n$status: ready\nplan: add a guard\n---\n",
     "developer": "---\n$status: done\nsummary: guard added\n---\n",
     "reviewer": "---\n$status: approved\ncomments: good\n---\n",
+    "looper": "---\n$status: again\nnote: one more round\n---\n",
 }
+
+LOOP = """
+name: loop
+description: One role going round until its step limit.
+limits: { max_steps: 2 }
+roles:
+  looper:
+    description: Goes round
+    goal: You are the looper.
+    memory: fresh
+    frontmatter:
+      type: object
+      properties:
+        $status: { enum: [again, done] }
+        note: { type: string }
+      required: [$status, note]
+graph:
+  $START: { _: { role: looper, prompt: "Go" } }
+  looper:
+    again: { role: looper, prompt: "Again after {{{note}}}" }
+    done: { role: $END, prompt: "{{{note}}}" }
+"""
 
 ASK = """
 name: ask
@@ -463,6 +486,24 @@ def test_a_person_answers_then_a_suspended_thread_resumes(cluster: Cluster) -> N
     assert steps == [("worker", "ask"), ("person", "yes"), ("worker", "done")]
     out = cluster.cli("threads", "resume", thread)
     assert out.returncode == 2 and "no `$START.resume` edge" in out.stderr
+
+
+def test_a_resume_under_a_graph_that_gives_a_role_session_memory_sends_its_visits(
+    cluster: Cluster, claude: Claude
+) -> None:
+    loop = cluster.project.graph(LOOP, "loop")
+    cluster.worker()
+    out = cluster.cli("run", str(loop), "go")
+    assert out.returncode == 3 and "max_steps" in out.stderr, out.stderr  # 2 steps, fresh
+    thread = cluster.rows()[-1]["id"]
+    assert [len(b["messages"]) for b in claude.fake.message_requests] == [1, 1]
+
+    changed = cluster.project.graph(LOOP.replace("memory: fresh", "memory: session"), "loop")
+    out = cluster.cli("threads", "resume", thread, "--graph", str(changed))
+    assert out.returncode == 3 and "max_steps" in out.stderr, out.stderr  # 2 more steps
+    # The role now continues its conversation: its 2, then 3 earlier visits come first.
+    later = claude.fake.message_requests[2:]
+    assert [len(b["messages"]) for b in later] == [5, 7]
 
 
 def test_cancel_stops_the_step_in_flight(cluster: Cluster) -> None:

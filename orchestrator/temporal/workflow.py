@@ -174,7 +174,8 @@ class ThreadWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish()
         with host():
-            return ThreadResult.of(self.thread_id, self.state, []).to_dict()  # no path in it
+            # Its JSON form has no path: a session reads the path from the events it follows.
+            return ThreadResult.of(self.thread_id, self.state, []).to_dict()
 
     async def _turn(self) -> bool:
         """Carry out one command; False when the thread has ended."""
@@ -362,6 +363,10 @@ class ThreadWorkflow:
                 self.snapshot = request.snapshot
                 self.graph = graph_from_snapshot(request.snapshot)
                 self.graph_path = request.graph_path or self.graph_path
+                # Which roles keep a session, and their budgets, may have changed with it.
+                self.memory = SessionMemory(self.graph)
+                for stored in self.log:
+                    self.memory.observe(event_from_dict(stored["event"]))
             self.max_steps, self.model = request.max_steps, request.model
             self.limits = limits_for(self.graph, request.max_steps)
         self._judge(ResumeRequested(request.message))
