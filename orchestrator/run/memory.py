@@ -3,9 +3,10 @@
 With `memory: session` a revisited role is sent its earlier visits as a conversation. Two
 things must not grow with the thread:
 
-- the work of building a step's request: a `SessionMemory` (one per advancing thread) keeps
-  each role's visits and the running sum of their sizes, and extends them by the visits
-  committed since the role's last step, so a step costs the same at visit 10 and at 10,000;
+- the work of building a step's request and the memory it holds: a `SessionMemory` (one per
+  advancing thread, fed every event folded into the thread's state) keeps each role's visits
+  in its window and the running sums of their sizes, and lets go of the visits the window has
+  left behind, so a step costs the same at visit 10 and at 10,000, and so does the memory;
 - what the model is sent: the conversation is kept within the role's `memory_budget` (tokens,
   estimated from the text's length; default `DEFAULT_BUDGET`, a safe share of a 200k-token
   context window). The oldest visits are dropped first, and the first message kept says how

@@ -61,6 +61,7 @@ class LiveThread:
         self.memory = SessionMemory(graph)  # `memory: session` visits, fed as the state is
         self.catch_up(notify=False)
         self._root: Path | None = None
+        self._result: tuple[int, ThreadResult] | None = None  # (seq, the result then)
 
     def workspace_root(self) -> Path:
         """The thread's workspace, resolved once per advance (not once per step)."""
@@ -150,8 +151,12 @@ class LiveThread:
             await self.append(event)
 
     def result(self) -> ThreadResult:
-        events = (stored.event for stored in self.store.events(self.thread_id))
-        return ThreadResult.of(self.thread_id, self.state, path_of(events, self.state.ending))
+        """The thread's result now; its path is read from the log, once per state."""
+        if self._result is None or self._result[0] != self.seq:
+            events = (stored.event for stored in self.store.events(self.thread_id))
+            path = path_of(events, self.state.ending)
+            self._result = (self.seq, ThreadResult.of(self.thread_id, self.state, path))
+        return self._result[1]
 
     async def watch(self) -> None:
         """Renew the lease; stop the step in flight when another process ended the thread."""

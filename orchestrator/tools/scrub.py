@@ -54,7 +54,7 @@ def safe_environment(
 ) -> dict[str, str]:
     """The environment a tool process gets: secrets removed by name, credentials by value."""
     env = dict(os.environ if environ is None else environ)
-    secrets = Secrets(secret_values(env, extra_secrets))
+    secrets = Secrets.of(tuple(secret_values(env, extra_secrets)))
     return {k: v for k, v in env.items() if not is_secret_name(k) and not secrets.found_in(v)}
 
 
@@ -83,9 +83,9 @@ class Secrets:
         self.forms = tuple(
             sorted({f for v in self.values for f in encoded_forms(v)}, key=len, reverse=True)
         )
-        self._windows = {
+        self._windows = frozenset(
             f[i : i + FRAGMENT] for f in self.forms for i in range(len(f) - FRAGMENT + 1)
-        }
+        )
 
     @classmethod
     def from_environment(
