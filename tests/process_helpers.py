@@ -35,3 +35,19 @@ def wait_until(condition: object, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return bool(condition())  # type: ignore[operator]
+
+
+# An orchestrator in a process of its own (for tests that kill it): it plays one step with a
+# command actor whose argv is the Python interpreter and this script's own arguments.
+COMMAND_ACTOR_STEP = (
+    "import asyncio, sys\n"
+    "from pathlib import Path\n"
+    "from orchestrator.actors.command import CommandProcessActor\n"
+    "from orchestrator.spec.models import Role\n"
+    "from orchestrator.actors.base import ActRequest\n"
+    "role = Role(description='d', goal='g', frontmatter={})\n"
+    "agent = [sys.executable, *sys.argv[1:]]\n"
+    "req = ActRequest(thread_id='T', step=1, role_name='r', role=role, prompt='p',"
+    " workspace=Path('.'))\n"
+    "asyncio.run(CommandProcessActor(agent, timeout=120).play(req))\n"
+)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,6 @@ from orchestrator.model_config import resolve_model
 from orchestrator.run.actors import model_settings
 from orchestrator.spec.models import Graph
 from tests.graphs_for_tests import REVIEW_LOOP
-from tests.process_helpers import live_with, marker, wait_until
 
 
 @pytest.fixture
@@ -125,38 +123,6 @@ def test_model_resolution_order(loop: Graph, monkeypatch: pytest.MonkeyPatch) ->
     with_role_model = role.model_copy(update={"model": "opus"})
     assert model(with_role_model) == resolve_model("opus")
     assert model(with_role_model, "sonnet") == resolve_model("sonnet")
-
-
-def test_agent_process_dies_with_the_orchestrator(tmp_path: Path) -> None:
-    """A SIGKILLed run leaves no agent process behind to keep editing files (sandbox included)."""
-    import signal
-    import subprocess
-
-    word = marker()
-    started = tmp_path / "started"
-    sleeper = tmp_path / "sleeper.py"
-    sleeper.write_text(f"import time\nopen({str(started)!r}, 'w').write('x')\ntime.sleep(60)\n")
-    code = (
-        "import asyncio, sys\n"
-        "from pathlib import Path\n"
-        "from orchestrator.actors.command import CommandProcessActor\n"
-        "from orchestrator.spec.models import Role\n"
-        "from orchestrator.actors.base import ActRequest\n"
-        "role = Role(description='d', goal='g', frontmatter={})\n"
-        f"agent = [sys.executable, {str(sleeper)!r}, {word!r}]\n"
-        "req = ActRequest(thread_id='T', step=1, role_name='r', role=role, prompt='p',"
-        " workspace=Path('.'))\n"
-        "asyncio.run(CommandProcessActor(agent, timeout=120).play(req))\n"
-    )
-    parent = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path)
-    assert wait_until(started.exists, timeout=30)
-    assert live_with(word)
-    parent.send_signal(signal.SIGKILL)
-    parent.wait(timeout=30)
-    if not wait_until(lambda: not live_with(word)):
-        for pid in live_with(word):
-            os.kill(pid, signal.SIGKILL)
-        raise AssertionError("the agent outlived the orchestrator")
 
 
 def test_human_interview_reads_typed_fields(

@@ -33,7 +33,7 @@ from orchestrator.tools import Workspace
 from orchestrator.tools import sandbox as sandboxing
 from orchestrator.tools.sandbox import policy_for, sandbox_problem
 from orchestrator.tools.shell import Shell
-from tests.process_helpers import live_with, marker, wait_until
+from tests.process_helpers import COMMAND_ACTOR_STEP, live_with, marker, wait_until
 
 HIDDEN = "orchestrator-only-value-4f2a9c"
 
@@ -391,19 +391,8 @@ def test_agent_dies_with_the_orchestrator(mechanism: str, tmp_path: Path) -> Non
     started = tmp_path / "started"
     sleeper = tmp_path / "sleeper.py"
     sleeper.write_text(f"import time\nopen({str(started)!r}, 'w').write('x')\ntime.sleep(60)\n")
-    code = (
-        "import asyncio, sys\n"
-        "from pathlib import Path\n"
-        "from orchestrator.actors.command import CommandProcessActor\n"
-        "from orchestrator.spec.models import Role\n"
-        "from orchestrator.actors.base import ActRequest\n"
-        "role = Role(description='d', goal='g', frontmatter={})\n"
-        f"agent = [sys.executable, {str(sleeper)!r}, {word!r}]\n"
-        "req = ActRequest(thread_id='T', step=1, role_name='r', role=role, prompt='p',"
-        " workspace=Path('.'))\n"
-        "asyncio.run(CommandProcessActor(agent, timeout=120).play(req))\n"
-    )
-    parent = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path)
+    argv = [sys.executable, "-c", COMMAND_ACTOR_STEP, str(sleeper), word]
+    parent = subprocess.Popen(argv, cwd=tmp_path)
     assert wait_until(started.exists, timeout=30)
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=30)
@@ -423,20 +412,8 @@ def test_agent_dies_with_an_orchestrator_killed_while_its_sandbox_starts(
     late = tmp_path / "late"
     sleeper = tmp_path / "sleeper.py"
     sleeper.write_text("import sys, time\ntime.sleep(1)\nopen(sys.argv[2], 'w').write('x')\n")
-    code = (
-        "import asyncio, sys\n"
-        "from pathlib import Path\n"
-        "from orchestrator.actors.command import CommandProcessActor\n"
-        "from orchestrator.spec.models import Role\n"
-        "from orchestrator.actors.base import ActRequest\n"
-        "role = Role(description='d', goal='g', frontmatter={})\n"
-        "agent = [sys.executable, sys.argv[1], sys.argv[2], sys.argv[3]]\n"
-        "req = ActRequest(thread_id='T', step=1, role_name='r', role=role, prompt='p',"
-        " workspace=Path('.'))\n"
-        "asyncio.run(CommandProcessActor(agent, timeout=120).play(req))\n"
-    )
     for trial in range(12):
-        argv = [sys.executable, "-c", code, str(sleeper), word, str(late) + str(trial)]
+        argv = [sys.executable, "-c", COMMAND_ACTOR_STEP, str(sleeper), word, f"{late}{trial}"]
         parent = subprocess.Popen(argv, cwd=tmp_path)
         children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
         deadline = time.monotonic() + 30

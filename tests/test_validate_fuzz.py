@@ -505,11 +505,17 @@ def _schemas() -> st.SearchStrategy[Any]:
 
 @settings(max_examples=400, deadline=None)
 @given(schema=_schemas())
+@example(schema={"$comment": "", "multipleOf": float("inf")})  # found by this test
 def test_the_schema_fast_path_agrees_with_the_metaschema(schema: Any) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
-    from orchestrator.spec.metaschema import SchemaProblem, _surely_valid, check_schema
+    from orchestrator.spec.metaschema import (
+        SchemaProblem,
+        _check_numbers,
+        _surely_valid,
+        check_schema,
+    )
 
     try:
         Draft202012Validator.check_schema(schema)
@@ -518,6 +524,10 @@ def test_the_schema_fast_path_agrees_with_the_metaschema(schema: Any) -> None:
         valid = False
     if _surely_valid(schema, 0):
         assert valid, schema
+    try:  # our rule beside the metaschema: no `multipleOf` of inf or nan, no unprintable number
+        _check_numbers(schema, ())
+    except SchemaProblem:
+        valid = False
     try:
         check_schema(schema)
         assert valid
