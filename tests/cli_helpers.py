@@ -31,7 +31,10 @@ AGENT = textwrap.dedent(
     time.sleep(load("sleep.json").get(key, 0))
     counter = here / f"count-{role}"
     n = int(counter.read_text()) if counter.exists() else 0
-    counter.write_text(str(n + 1))
+    # Replaced whole, never seen half-written by an agent of another thread (or after a kill).
+    fresh = here / f"count-{role}.{os.urandom(6).hex()}"  # (each sandbox has its own PIDs)
+    fresh.write_text(str(n + 1))
+    os.replace(fresh, counter)
     replies = load("script.json")[role]
     if isinstance(replies, dict):  # by step number: immune to answers lost in a crash
         sys.stdout.write(replies[step])
