@@ -182,15 +182,7 @@ class AnthropicActor:
         message = visit_message(request, self.history_budget)
         conversation = build_conversation(request, message)
         earlier = len(request.previous_visits)  # the visits at the head of the conversation
-        toolbox = ToolBox(
-            request.workspace,
-            role.tool_sets,
-            shell_timeout=self.shell_timeout,
-            secrets=self._secret,
-            sandbox=role.sandbox,
-            role_name=request.role_name,
-            extra=extra,
-        )
+        toolbox: ToolBox | None = None  # made at the first tool call: most replies make none
         usage = Usage()
         tool_calls = 0
         rounds = 0
@@ -234,6 +226,16 @@ class AnthropicActor:
                 if block.type != "tool_use":
                     continue
                 progress.tool_call(block.name, block.input, block.id)
+                if toolbox is None:
+                    toolbox = ToolBox(
+                        request.workspace,
+                        role.tool_sets,
+                        shell_timeout=self.shell_timeout,
+                        secrets=self._secret,
+                        sandbox=role.sandbox,
+                        role_name=request.role_name,
+                        extra=extra,
+                    )
                 text, is_error = await toolbox.run(block.name, block.input)
                 progress.tool_done(block.name, block.id, is_error)
                 tool_calls += 1
