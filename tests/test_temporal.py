@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -504,6 +505,16 @@ def test_a_resume_under_a_graph_that_gives_a_role_session_memory_sends_its_visit
     # The role now continues its conversation: its 2, then 3 earlier visits come first.
     later = claude.fake.message_requests[2:]
     assert [len(b["messages"]) for b in later] == [5, 7]
+
+
+def test_threads_commands_say_so_when_the_server_cannot_be_reached(project: Project) -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{free.getsockname()[1]}"  # nothing listens there once closed
+    for command in (["threads", "list"], ["threads", "show", "01NOSUCHTHREAD"]):
+        out = project.run(*command, "--temporal", address, timeout=90)
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert f"cannot reach the Temporal server at {address}" in out.stderr
 
 
 def test_cancel_stops_the_step_in_flight(cluster: Cluster) -> None:

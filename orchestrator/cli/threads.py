@@ -67,7 +67,10 @@ def list_threads(
     state: str | None, store_dir: Path | None, temporal: str | None, as_json: bool
 ) -> None:
     """List threads, oldest first."""
-    rows = _session(store_dir, temporal, readonly=True).threads(state)
+    try:
+        rows = _session(store_dir, temporal, readonly=True).threads(state)
+    except SessionError as exc:  # a Temporal server that cannot be reached
+        fail_session(exc)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row.to_dict(), ensure_ascii=False))
