@@ -130,3 +130,11 @@ def test_the_readme_replay_of_the_recorded_loop_completes(tmp_path: Path) -> Non
     assert result["state"] == "completed"
     assert result["final"] == 'Every task ended. Done: ["T1", "T2", "T3"]. Not done: [].'
     assert not (repo / "examples" / "sample-repo" / "tasks.json").exists()  # a replay writes none
+
+
+def test_roles_says_the_solve_role_is_played_by_a_solve_issue_thread() -> None:
+    from orchestrator.spec.catalog import graph_roles
+
+    actors = {entry.name: entry.actor for entry in graph_roles(load_graph("implement-tasks"))}
+    assert actors["solve"] == "graph: solve-issue"
+    assert actors["picker"].startswith("python: ") and actors["task-planner"] == "anthropic"

@@ -23,7 +23,7 @@ class RoleEntry:
     """One row of `orchestrator roles`."""
 
     name: str  # the role's key in the graph, or what `extends:` names
-    actor: str  # who plays it: anthropic, human, claude-code, command: ARGV, ...
+    actor: str  # who plays it: anthropic, human, claude-code, command: ARGV, graph: NAME, ...
     tools: tuple[str, ...]
     model: str | None
     description: str
@@ -91,7 +91,8 @@ def _display(file: str) -> str:
 def _entry(name: str, role: Role, files: tuple[str, ...]) -> RoleEntry:
     return RoleEntry(
         name=name,
-        actor=describe_actor(role.actor),
+        # A subgraph role is played by a thread of the graph it names, not by its actor.
+        actor=f"graph: {role.graph}" if role.graph is not None else describe_actor(role.actor),
         tools=tuple(describe_tool(t) for t in role.tools),
         model=role.model,
         description=role.description,
