@@ -81,7 +81,7 @@ def test_exported_recordings_keep_each_steps_duration(tmp_path: Path) -> None:
     assert load_recording(path).steps == recording.steps
 
 
-def test_ctrl_c_stops_a_paced_replay_and_leaves_the_thread_resumable(tmp_path: Path) -> None:
+def test_ctrl_c_stops_a_paced_replay_and_says_to_replay_again(tmp_path: Path) -> None:
     data = yaml.safe_load(RECORDING.read_text())
     data["steps"][1]["duration_s"] = 3600  # the developer's step: an hour, to be interrupted
     slow = tmp_path / "slow.yaml"
@@ -106,7 +106,8 @@ def test_ctrl_c_stops_a_paced_replay_and_leaves_the_thread_resumable(tmp_path: P
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, seen + err
-    assert "interrupted" in (seen + err)
+    assert "interrupted: the replay" in err and "run the same command again" in err
+    assert "continue it with" not in err  # a resumed replay would ask a real model
     (row,) = Session(open_store(tmp_path / "store", readonly=True)).threads()
     assert row.state == "suspended" and row.steps == 1
 

@@ -57,6 +57,14 @@ def drive(
                 f"  orchestrator threads answer {thread_id}",
                 err=True,
             )
+        elif recording is not None:
+            # Resumed, its remaining steps would go to a real model, in this folder.
+            click.echo(
+                f"\ninterrupted: the replay (thread {thread_id}) stopped; run the same command "
+                "again to watch it from the start (`threads resume` would ask a real model for "
+                "the steps left, and let it change files here)",
+                err=True,
+            )
         else:
             click.echo(
                 f"\ninterrupted: thread {thread_id} is {row.state}; continue it with\n"
