@@ -1,6 +1,6 @@
 """OpenTelemetry traces of threads, following the GenAI semantic conventions (optional extra).
 
-With `pip install 'orchestrator[otel]'` and the standard variables set (`OTEL_TRACES_EXPORTER=
+With `pip install '.[otel]'` and the standard variables set (`OTEL_TRACES_EXPORTER=
 otlp` or `console`, or `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), each
 advance of a thread is traced:
 
@@ -54,7 +54,7 @@ from .store.base import StoredEvent
 log = logging.getLogger("orchestrator")
 MISSING = (
     "OTEL_* variables are set but OpenTelemetry is not installed: "
-    "pip install 'orchestrator[otel]' (no traces are sent)"
+    "pip install '.[otel]' in orchestrator's folder (no traces are sent)"
 )
 _provider: Any = None  # set by use_provider(), or made once from the variables
 _warned = False

@@ -175,7 +175,7 @@ def test_without_the_sdk_the_step_suspends_saying_how_to_install_it(
             in_place=True,
         )
     assert result.state.value == "suspended"
-    assert "orchestrator[claude-code]" in (result.reason or "")
+    assert "pip install '.[claude-code]'" in (result.reason or "")
 
 
 def test_tool_sets_and_secret_names() -> None:

@@ -48,7 +48,7 @@ STOP_TIMEOUT = 10.0
 SEPARATOR = "__"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-INSTALL = "MCP tools need the `mcp` package: pip install 'orchestrator[mcp]'"
+INSTALL = "MCP tools need the `mcp` package: pip install '.[mcp]' in orchestrator's folder"
 
 
 class ServerFailed(Exception):
