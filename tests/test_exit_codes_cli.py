@@ -60,6 +60,21 @@ def test_refusals_exit_alike_a_second_cancel_and_resuming_a_cancelled_thread(
         assert out.returncode == 2, out.stderr
         assert "cancelled" in out.stderr and "Traceback" not in out.stderr
     assert len(project.events(thread_id)) == seq  # refusals record nothing
+    # Under a graph whose worker Claude plays, with no key: still "cancelled", not the key.
+    (tmp_path / "claude").mkdir()
+    claude = tmp_path / "claude" / "loop.yaml"
+    claude.write_text(
+        LOOP_GRAPH.replace("    actor: { command: [PYTHON, AGENT], timeout: 60 }\n", "")
+    )
+    env = {k: v for k, v in project.env().items() if not k.startswith("ANTHROPIC_")}
+    keyless = subprocess.run(
+        project.cmd("threads", "resume", thread_id, "--graph", str(claude)),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert keyless.returncode == 2 and "cancelled" in keyless.stderr, keyless.stderr
     missing = project.run("threads", "cancel", "01NOSUCHTHREAD")
     assert missing.returncode == 2 and "no thread" in missing.stderr
 

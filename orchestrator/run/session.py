@@ -257,6 +257,8 @@ class Session:
         first: Outcome | None = None,
     ) -> ThreadResult:
         """Advance the thread as far as it goes; commit its work on its branch if it completes."""
+        if first is not None:  # a resume or an answer the thread would refuse says so first
+            engine.judge(graph, self.state(thread_id), first)  # pure: raises Refused
         if replay is None and actor_for is None:  # the roles' own actors: models are called
             _check_credentials(graph)
             self.check_prices(graph, options.model if options is not None else None)
