@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .store.sqlite import GITIGNORE
+
 BRANCH_PREFIX = "orchestrator/"
 WORKTREES = "worktrees"
 ISOLATING_TOOLS = frozenset({"edit", "shell"})
@@ -215,8 +217,8 @@ def _ignore_store(store_dir: Path, repo: Path) -> None:
     except ValueError:
         return  # the store is outside the repository: nothing shows up in its status
     marker = store_dir / ".gitignore"
-    if not marker.exists():
-        marker.write_text("# created by orchestrator: the thread store is not source code\n*\n")
+    if not marker.exists():  # a store made before orchestrator wrote one itself
+        marker.write_text(GITIGNORE)
 
 
 # --------------------------------------------------------------------------- lifecycle

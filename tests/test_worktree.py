@@ -384,3 +384,13 @@ def test_no_api_key_stops_before_a_thread_or_branch_exists(
     assert "ANTHROPIC_API_KEY" in result.stderr and "--replay" in result.stderr
     assert branches(repo) == ["main"]
     assert not (store / "worktrees").exists()
+
+
+def test_a_new_store_in_a_checkout_stays_out_of_git_status(tmp_path: Path) -> None:
+    """Even when no thread gets as far as a worktree (a run refused, an in-place thread)."""
+    from orchestrator.run.session import open_store
+
+    repo = make_repo(tmp_path / "repo")
+    open_store(repo / ".orchestrator").close()
+    assert len(list((repo / ".orchestrator").iterdir())) > 1  # the database and the marker
+    assert git(repo, "status", "--porcelain") == ""

@@ -146,6 +146,7 @@ def guarded(doing: str) -> Callable[[Method[P, R]], Method[P, R]]:
     return wrap
 
 
+GITIGNORE = "# created by orchestrator: the thread store is not source code\n*\n"
 _CONNECT: dict[str, Any] = {"timeout": 30.0, "isolation_level": None, "check_same_thread": False}
 
 
@@ -177,7 +178,10 @@ class SqliteStore:
 
     def _open(self) -> sqlite3.Connection:
         try:
+            made = not self.directory.exists()
             self.directory.mkdir(parents=True, exist_ok=True)
+            if made:  # kept out of `git status` when it sits in a checkout (as pytest's cache)
+                (self.directory / ".gitignore").write_text(GITIGNORE)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the thread store folder {self.directory}: "
