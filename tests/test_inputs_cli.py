@@ -121,7 +121,12 @@ def test_a_model_without_a_price_under_a_cost_limit_is_refused_up_front(
     assert str(Path("store") / "models.yaml") in out.stderr  # $ORCHESTRATOR_HOME/models.yaml
     assert project.threads() == []
 
-    # A thread started from a recording cannot be continued on an unpriced model either.
+    # A thread started from a recording cannot be continued on an unpriced model either (its
+    # graph takes `$START.resume`, so only the price stands in the way).
+    start = '$START: { _: { role: writer, prompt: "Write {{{$inputs.task}}} ({{{$inputs.priority}}})" } }'
+    resumable = start[:-2] + ', resume: { role: writer, prompt: "Again: {{{$inputs.message}}}" } }'
+    assert start in PRICED
+    project.graph(PRICED.replace(start, resumable), "priced")
     (tmp_path / "rec.yaml").write_text(textwrap.dedent(RECORDING))
     assert project.run("run", "priced", "--replay", "rec.yaml").returncode == 0
     (row,) = project.threads()
