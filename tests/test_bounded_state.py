@@ -14,9 +14,6 @@ import tracemalloc
 from pathlib import Path
 
 from orchestrator.actors.base import ActReply, ActRequest
-from orchestrator.core.events import StepCommitted, StepStarted, ThreadStarted
-from orchestrator.core.fold import apply
-from orchestrator.core.state import HISTORY_LIMIT, ThreadState
 from orchestrator.run.options import RunOptions
 from orchestrator.run.session import Session
 from orchestrator.spec.loader import load_graph
@@ -89,23 +86,3 @@ def test_a_long_durable_thread_holds_as_much_memory_late_as_early(tmp_path: Path
     assert grown < 150_000, f"{grown:,} bytes more after {late - early:,} more steps"
     # The conversation sent stays within the budget: it does not grow with the visits either.
     assert actor.visits_sent[late] <= actor.visits_sent[early] * 2
-
-
-def test_the_folded_state_keeps_only_the_recent_steps() -> None:
-    state = ThreadState()
-    apply(state, ThreadStarted(thread_id="t", graph="g", graph_hash="h", inputs={}, workspace="."))
-    for step in range(1, 5_001):
-        role = "a" if step % 2 else "b"
-        apply(state, StepStarted(step=step, role=role, prompt="p", source="a", status="again"))
-        apply(
-            state,
-            StepCommitted(
-                step=step, role=role, status="again", frontmatter={"n": step}, body="", reply="r"
-            ),
-        )
-    assert state.committed == 5_000
-    assert len(state.recent) == HISTORY_LIMIT
-    assert [s.step for s in state.recent] == list(range(4_971, 5_001))
-    assert state.visits == {"a": 2_500, "b": 2_500}
-    assert state.latest["a"].step == 4_999 and state.latest["b"].frontmatter == {"n": 5_000}
-    assert state.last is not None and state.last.index == 4_999

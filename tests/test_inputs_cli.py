@@ -123,7 +123,10 @@ def test_a_model_without_a_price_under_a_cost_limit_is_refused_up_front(
 
     # A thread started from a recording cannot be continued on an unpriced model either (its
     # graph takes `$START.resume`, so only the price stands in the way).
-    start = '$START: { _: { role: writer, prompt: "Write {{{$inputs.task}}} ({{{$inputs.priority}}})" } }'
+    start = (
+        '$START: { _: { role: writer, prompt: "Write {{{$inputs.task}}} '
+        '({{{$inputs.priority}}})" } }'
+    )
     resumable = start[:-2] + ', resume: { role: writer, prompt: "Again: {{{$inputs.message}}}" } }'
     assert start in PRICED
     project.graph(PRICED.replace(start, resumable), "priced")

@@ -43,7 +43,7 @@ from orchestrator.core.outcomes import (
     Replied,
     ResumeRequested,
 )
-from orchestrator.core.state import ThreadState
+from orchestrator.core.state import HISTORY_LIMIT, ThreadState
 from orchestrator.spec.loader import load_graph
 from orchestrator.spec.models import Graph
 from orchestrator.testing import reply
@@ -147,6 +147,26 @@ APPLY = [
         "A4 committed: step done",
         ASKED,
         lambda s: s.in_flight is None and s.committed == 1 and s.latest["writer"].status == "ask",
+    ),
+    ApplyRow(
+        "A4 the state keeps the last HISTORY_LIMIT steps, the latest per role and the counts",
+        [
+            START,
+            *(
+                e
+                for n in range(1, HISTORY_LIMIT + 6)
+                for e in (started(n), committed(n, "writer", "ask", draft=f"d{n}"))
+            ),
+        ],
+        lambda s: (
+            len(s.recent) == HISTORY_LIMIT
+            and s.recent[0].step == 6
+            and s.committed == HISTORY_LIMIT + 5
+            and s.visits == {"writer": HISTORY_LIMIT + 5}
+            and s.latest["writer"].frontmatter["draft"] == f"d{HISTORY_LIMIT + 5}"
+            and s.last is not None
+            and s.last.index == HISTORY_LIMIT + 4  # its place in commit order, from 0
+        ),
     ),
     ApplyRow(
         "A4 a person answered: running again",

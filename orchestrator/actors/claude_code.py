@@ -42,8 +42,8 @@ TOOLS: dict[str, tuple[str, ...]] = {
 # (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, CLAUDE_CODE_OAUTH_TOKEN, ...).
 CLI_PREFIXES = ("ANTHROPIC_", "CLAUDE_")
 INSTALL_HINT = (
-    "install it with `pip install '.[claude-code]'` in orchestrator's folder (the Claude Agent SDK, which "
-    "brings the `claude` command) or `npm install -g @anthropic-ai/claude-code`"
+    "install it with `pip install '.[claude-code]'` in orchestrator's folder (the Claude "
+    "Agent SDK, which brings the `claude` command) or `npm install -g @anthropic-ai/claude-code`"
 )
 
 

@@ -25,8 +25,8 @@ def mcp(store_dir: Path | None) -> None:
         from ..mcp_server.server import serve
     except ImportError:
         click.echo(
-            "error: `orchestrator mcp` needs the `mcp` package: pip install '.[mcp]' in orchestrator's "
-            "folder",
+            "error: `orchestrator mcp` needs the `mcp` package: "
+            "pip install '.[mcp]' in orchestrator's folder",
             err=True,
         )
         sys.exit(2)

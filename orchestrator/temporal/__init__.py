@@ -14,5 +14,8 @@ Nothing is imported here: `temporalio` is needed only by the modules that use it
 package's name is all the command line looks up before it knows the extra is wanted.
 """
 
-MISSING = "running threads on Temporal needs the `temporal` extra: pip install '.[temporal]' in orchestrator's folder"
+MISSING = (
+    "running threads on Temporal needs the `temporal` extra: "
+    "pip install '.[temporal]' in orchestrator's folder"
+)
 DEFAULT_TASK_QUEUE = "orchestrator"
