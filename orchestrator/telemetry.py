@@ -30,9 +30,11 @@ import contextlib
 import hashlib
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from .actors.progress import Progress, ProgressKind
 from .core.events import (
@@ -56,6 +58,11 @@ MISSING = (
     "OTEL_* variables are set but OpenTelemetry is not installed: "
     "pip install '.[otel]' in orchestrator's folder (no traces are sent)"
 )
+GRPC_MISSING = (
+    "OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs the gRPC exporter: pip install "
+    "opentelemetry-exporter-otlp-proto-grpc (no traces are sent until then)"
+)
+NAME = "orchestrator"
 _provider: Any = None  # set by use_provider(), or made once from the variables
 _warned = False
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -102,23 +109,59 @@ def _tracer() -> Any:
 
 def _from_variables() -> Any:
     # deferred: as in _tracer
-    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.resources import OTELResourceDetector, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-    provider = TracerProvider(resource=Resource.create({"service.name": "orchestrator"}))
+    # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over our default name: the SDK merges
+    # the attributes given to `Resource.create` last, so ours is given only when they name none.
+    named = "service.name" in OTELResourceDetector().detect().attributes
+    provider = TracerProvider(resource=Resource.create({} if named else {"service.name": NAME}))
     names = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").lower().split(",")
     for name in (n.strip() for n in names):
         if name == "console":
-            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+            # stderr, never stdout: `run --json` writes its lines there for other programs
+            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
         elif name == "otlp":
-            # deferred: as in _tracer; the HTTP exporter comes with the otel extra
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+            exporter = _otlp_exporter()
+            if exporter is not None:
+                provider.add_span_processor(BatchSpanProcessor(exporter))
         elif name and name != "none":
             log.warning("OTEL_TRACES_EXPORTER=%s is not supported here (otlp, console)", name)
     return provider
+
+
+def _otlp_exporter() -> Any:
+    """The OTLP exporter of the protocol the variables name: HTTP (the extra's), or gRPC when
+    its package is installed; None, with a warning, when it is not."""
+    protocol = (
+        (
+            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or "http/protobuf"
+        )
+        .strip()
+        .lower()
+    )
+    if protocol == "grpc":
+        try:
+            # deferred: the gRPC exporter is not part of the extra; used when installed
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found,unused-ignore]
+                OTLPSpanExporter as GrpcExporter,
+            )
+        except ImportError:
+            log.warning(GRPC_MISSING)
+            return None
+        return GrpcExporter()
+    if protocol not in ("http/protobuf", "http"):
+        log.warning(
+            "OTEL_EXPORTER_OTLP_PROTOCOL=%s is not supported (http/protobuf, grpc)", protocol
+        )
+        return None
+    # deferred: as in _tracer; the HTTP exporter comes with the otel extra
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter()
 
 
 def trace_ids(thread_id: str) -> tuple[int, int]:
@@ -204,7 +247,7 @@ class ThreadSpans:
             case StepStarted():
                 self._end_step(error="the step ran again before it ended")
                 role = self.graph.roles.get(event.role)
-                actor = role.actor if role is not None else ""
+                actor = actor_kind(role.actor) if role is not None else ""
                 self.step = self.tracer.start_span(
                     f"invoke_agent {event.role}",
                     context=self.trace.set_span_in_context(self.root),
@@ -213,7 +256,7 @@ class ThreadSpans:
                             "gen_ai.operation.name": "invoke_agent",
                             "gen_ai.agent.name": event.role,
                             "orchestrator.step": event.step,
-                            "orchestrator.actor": actor if isinstance(actor, str) else "command",
+                            "orchestrator.actor": actor,
                         },
                         **({"gen_ai.provider.name": "anthropic"} if actor == "anthropic" else {}),
                     ),
@@ -279,7 +322,8 @@ class ThreadSpans:
                             "gen_ai.operation.name": "chat",
                             "gen_ai.provider.name": "anthropic",
                             "gen_ai.request.model": news.model,
-                        }
+                        },
+                        **_request_attributes(news),
                     ),
                 )
             case ProgressKind.MODEL_DONE if "chat" in self.calls:
@@ -311,6 +355,28 @@ class ThreadSpans:
     def close(self) -> None:
         self._end_step(error="the run stopped during the step")
         self.root.end()
+
+
+def actor_kind(actor: Any) -> str:
+    """What plays a role, as a span names it: anthropic, human, claude-code, command, python."""
+    if isinstance(actor, str):
+        return actor
+    return "python" if getattr(actor, "python", None) else "command"
+
+
+def _request_attributes(news: Progress) -> dict[str, Any]:
+    """A chat span's server and request settings (host and port only: never credentials)."""
+    attributes: dict[str, Any] = {}
+    if news.server:
+        where = urlsplit(news.server if "//" in news.server else "https://" + news.server)
+        if where.hostname:
+            attributes["server.address"] = where.hostname
+            attributes["server.port"] = where.port or (80 if where.scheme == "http" else 443)
+    if news.max_tokens is not None:
+        attributes["gen_ai.request.max_tokens"] = news.max_tokens
+    if news.temperature is not None:
+        attributes["gen_ai.request.temperature"] = news.temperature
+    return attributes
 
 
 def _usage_attributes(usage: Any) -> dict[str, int]:

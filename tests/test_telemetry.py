@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -63,6 +64,7 @@ def test_a_thread_with_a_tool_call_and_a_repair(
         fake.reply_text("---\n$status: done\n---\nforgot the summary")
         fake.reply_text("---\n$status: done\nsummary: owls are birds\n---\n")
         result = run_thread(path, {"task": "x"}, store=tmp_path / "store", workspace=tmp_path)
+        server = urlsplit(fake.url)
     assert result.state == "completed"
     spans = exporter.get_finished_spans()
     by_name: dict[str, list[Any]] = {}
@@ -111,6 +113,11 @@ def test_a_thread_with_a_tool_call_and_a_repair(
         ("end_turn",),
         ("end_turn",),
     ]
+    # Where the call went and what it asked for (host and port only, never credentials).
+    for chat in chats:
+        assert chat.attributes["server.address"] == server.hostname
+        assert chat.attributes["server.port"] == server.port
+        assert chat.attributes["gen_ai.request.max_tokens"] == sent_max_tokens(fake)
     assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     assert tool.attributes["gen_ai.tool.name"] == "str_replace_based_edit_tool"
     assert tool.attributes["gen_ai.tool.call.id"].startswith("toolu_")
@@ -161,6 +168,85 @@ def test_the_console_exporter_from_the_standard_variables(tmp_path: Path) -> Non
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    assert '"name": "invoke_agent planner"' in out.stdout
-    assert '"name": "invoke_workflow solve-issue"' in out.stdout
-    assert '"gen_ai.agent.name": "planner"' in out.stdout
+    assert '"name": "invoke_agent planner"' in out.stderr
+    assert '"name": "invoke_workflow solve-issue"' in out.stderr
+    assert '"gen_ai.agent.name": "planner"' in out.stderr
+
+
+def sent_max_tokens(fake: Any) -> int:
+    (value,) = {r["max_tokens"] for r in fake.message_requests}
+    return int(value)
+
+
+def _simulate_with(
+    env: dict[str, str], tmp_path: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    code = textwrap.dedent(
+        """
+        from orchestrator.testing import reply, simulate
+        simulate("solve-issue", [reply("ready", plan="p", files=[])], {"issue": "x"},
+                 max_steps=1)
+        print("the program's own output")
+        """
+    )
+    full = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=full, capture_output=True, text=True
+    )
+
+
+def test_console_spans_go_to_stderr_never_into_stdout(tmp_path: Path) -> None:
+    out = _simulate_with({"OTEL_TRACES_EXPORTER": "console"}, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "the program's own output\n"  # `run --json` stays JSON lines
+    assert '"name": "invoke_agent planner"' in out.stderr
+
+
+def test_the_service_name_of_the_variables_wins(tmp_path: Path) -> None:
+    named = _simulate_with(
+        {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "triage-bot"}, tmp_path
+    )
+    assert '"service.name": "triage-bot"' in named.stderr
+    default = _simulate_with({"OTEL_TRACES_EXPORTER": "console"}, tmp_path)
+    assert '"service.name": "orchestrator"' in default.stderr
+
+
+def test_grpc_without_its_exporter_says_so(tmp_path: Path) -> None:
+    out = _simulate_with(
+        {
+            "OTEL_TRACES_EXPORTER": "otlp",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+        },
+        tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "opentelemetry-exporter-otlp-proto-grpc" in out.stderr
+
+
+def test_a_python_actor_step_is_named_python(
+    tmp_path: Path, write_graph: Any, exporter: Any
+) -> None:
+    (tmp_path / "graphs").mkdir(exist_ok=True)
+    (tmp_path / "graphs" / "stepper.py").write_text(
+        "def done(call):\n    return {'$status': 'done'}\n"
+    )
+    path = write_graph(
+        """
+        name: py
+        description: One Python step
+        roles:
+          stepper:
+            description: d
+            goal: g
+            actor: {python: "stepper:done"}
+            frontmatter: {type: object, properties: {$status: {const: done}}, required: [$status]}
+        graph:
+          $START: {_: {role: stepper, prompt: go}}
+          stepper: {done: {role: $END, prompt: end}}
+        """
+    )
+    result = run_thread(path, {"task": "x"}, store=tmp_path / "store", workspace=tmp_path)
+    assert result.state == "completed"
+    (step,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent stepper"]
+    assert step.attributes["orchestrator.actor"] == "python"

@@ -196,7 +196,12 @@ class AnthropicActor:
                 tools=tools,
                 conversation=conversation,
             )
-            progress.call_start(model)
+            progress.call_start(
+                model,
+                server=self._where(),
+                max_tokens=params["max_tokens"],
+                temperature=request.temperature,
+            )
             try:
                 reply = await self._call(client, params, progress)
             except Exception as exc:

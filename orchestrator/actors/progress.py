@@ -40,6 +40,9 @@ class Progress:
     finish: str = ""  # why the model stopped (end_turn, tool_use, max_tokens)
     error: bool = False
     call: Mapping[str, int] | None = None  # one model call's usage, the API's four counts
+    server: str = ""  # MODEL_CALL: the API's base URL (what a trace names as server.address)
+    max_tokens: int | None = None  # MODEL_CALL: the request's limit and temperature, as sent
+    temperature: float | None = None
 
     @property
     def tokens(self) -> int:
@@ -81,8 +84,21 @@ class StepProgress:
         self.streamed += len(getattr(delta, "text", "") or getattr(delta, "partial_json", ""))
         self._tokens(estimated=True)
 
-    def call_start(self, model: str) -> None:
-        self._tell(ProgressKind.MODEL_CALL, model=model)
+    def call_start(
+        self,
+        model: str,
+        *,
+        server: str = "",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        self._tell(
+            ProgressKind.MODEL_CALL,
+            model=model,
+            server=server,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
 
     def call_done(self, usage: Mapping[str, int], message: Any = None) -> None:
         """A model call ended: its exact usage (the API's four counts), added to the step's."""
