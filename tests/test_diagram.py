@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +17,7 @@ from orchestrator.cli import cli
 from orchestrator.render.diagram import Taken, to_dot, to_mermaid
 from orchestrator.spec.loader import load_graph
 from orchestrator.spec.models import Graph
+from tests.dot_helpers import named
 
 DEBATE = """\
 name: debate
@@ -113,7 +116,7 @@ def test_mermaid_draws_every_edge_with_its_status(debate: Graph) -> None:
 
 
 def test_dot_draws_every_edge_with_its_status(debate: Graph) -> None:
-    text = to_dot(debate)
+    text = named(to_dot(debate))
     assert text.startswith('digraph "debate" {\n') and text.endswith("}\n")
     assert '"$START" [shape=oval];' in text
     assert '"against" -> "for" [label="continue"];' in text
@@ -131,14 +134,14 @@ def test_mermaid_escapes_what_it_would_parse(tmp_path: Path) -> None:
 
 
 def test_dot_escapes_quotes_and_backslashes(tmp_path: Path) -> None:
-    text = to_dot(graph_from(tmp_path, ODD, "odd"))
+    text = named(to_dot(graph_from(tmp_path, ODD, "odd")))
     assert '"say \\"hi\\" [now]" -> "$END" [label="c\\\\d"];' in text
     assert '[label="a|b"]' in text
 
 
 def test_an_edge_into_an_unknown_role_is_drawn_dashed(tmp_path: Path) -> None:
     graph = graph_from(tmp_path, ODD, "odd")
-    dot = to_dot(graph)
+    dot = named(to_dot(graph))
     assert '"nowhere" [style="rounded,dashed"];' in dot
     assert '-> "nowhere" [label="#x<y>", style=dashed];' in dot
     mermaid = to_mermaid(graph)
@@ -155,7 +158,7 @@ def test_a_taken_path_is_highlighted_with_counts(debate: Graph) -> None:
     assert "    linkStyle 0,2,3,4 stroke:#d62728,stroke-width:3px" in mermaid
     assert re.search(r"^    class (n\d+,){3}n\d+ visited$", mermaid, re.M)
 
-    dot = to_dot(debate, Taken.from_edges(TAKEN))
+    dot = named(to_dot(debate, Taken.from_edges(TAKEN)))
     assert '"against" -> "for" [label="continue ×2", color="#d62728"' in dot
     assert '"against" -> "$END" [label="conceded"];' in dot
     assert '"for" [fillcolor="#fde2e1", style="rounded,filled"];' in dot
@@ -326,7 +329,7 @@ def test_mermaid_draws_a_subgraph_role_in_a_box_named_after_its_graph(fan: Graph
 
 
 def test_dot_draws_fan_outs_and_a_subgraph_cluster(fan: Graph) -> None:
-    text = to_dot(fan)
+    text = named(to_dot(fan))
     assert '"planner" -> "writer" [label="_"];' in text
     assert '"checker" -> "review" [label="join"];' in text
     assert '"review" -> "writer" [label="done for each part"];' in text
@@ -342,7 +345,50 @@ def test_a_taken_fan_out_highlights_its_branches_and_join(fan: Graph) -> None:
         ("planner", "_", "checker"),
         ("planner", "_", "review"),
     ]
-    dot = to_dot(fan, Taken.from_edges(taken))
+    dot = named(to_dot(fan, Taken.from_edges(taken)))
     assert '"planner" -> "checker" [label="_", color="#d62728"' in dot
     assert '"checker" -> "review" [label="join", color="#d62728"' in dot
     assert '"review" -> "writer" [label="done for each part"];' in dot
+
+
+ODD_NAMES = """\
+name: odd-names
+description: role names Graphviz and Mermaid would read as something else
+roles:
+  "%1":
+    description: d
+    goal: g
+    frontmatter: {type: object, properties: {$status: {const: next}}, required: [$status]}
+  "a&amp;b":
+    description: d
+    goal: g
+    frontmatter: {type: object, properties: {$status: {const: "x&lt;y"}}, required: [$status]}
+graph:
+  $START: {_: {role: "%1", prompt: go}}
+  "%1": {next: {role: "a&amp;b", prompt: on}}
+  "a&amp;b": {"x&lt;y": {role: $END, prompt: end}}
+"""
+
+
+def test_graphviz_draws_every_name_as_written(tmp_path: Path) -> None:
+    """Laid out by the real `dot`: one node per name, labels exactly the names (a `%N` name
+    is not one of Graphviz's anonymous ids, an entity is not decoded)."""
+    graph = graph_from(tmp_path, ODD_NAMES, "odd-names")
+    laid = subprocess.run(
+        ["dot", "-Tsvg"], input=to_dot(graph), capture_output=True, text=True, check=True
+    )
+    svg = ElementTree.fromstring(laid.stdout)
+    ns = {"s": "http://www.w3.org/2000/svg"}
+
+    def texts(kind: str) -> list[str]:
+        found = svg.findall(f".//s:g[@class='{kind}']", ns)
+        return sorted("".join(t.text or "" for t in g.findall("s:text", ns)) for g in found)
+
+    assert texts("node") == sorted(["$START", "$END", "%1", "a&amp;b"])
+    assert texts("edge") == sorted(["_", "next", "x&lt;y"])
+
+
+def test_mermaid_keeps_entities_as_written(tmp_path: Path) -> None:
+    text = to_mermaid(graph_from(tmp_path, ODD_NAMES, "odd-names"))
+    assert '["a#38;amp;b"]' in text
+    assert [label for _, label, _ in mermaid_edges(text)][-1] == "x#38;lt;y"

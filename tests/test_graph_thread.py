@@ -20,6 +20,7 @@ from orchestrator.core.events import (
 from orchestrator.render import edges_from_events, thread_path
 from orchestrator.render.diagram import Taken
 from orchestrator.testing import reply, simulate
+from tests.dot_helpers import named
 from tests.solve_issue_scenario import RECORDING
 
 
@@ -69,7 +70,7 @@ def test_graph_command_draws_the_taken_path(
         ["graph", "solve-issue", "--thread", thread_id, "--store", str(store), "--format", "dot"],
     )
     assert dot.exit_code == 0, dot.stderr
-    taken_lines = [line for line in dot.stdout.splitlines() if "penwidth=3" in line]
+    taken_lines = [line for line in named(dot.stdout).splitlines() if "penwidth=3" in line]
     assert len(taken_lines) == 6  # six distinct edges taken; done was taken twice
     assert any('"reviewer" -> "developer" [label="rejected"' in line for line in taken_lines)
 

@@ -7,9 +7,11 @@ dashed, so a diagram of a broken graph shows the mistake. When a thread's taken 
 the edges it took are drawn thick and red with how often they were taken, and the roles it
 visited are shaded.
 
-Names and labels are escaped for each format: Mermaid gets entity codes (`#quot;`) and node ids
-of its own (`n0`, `n1`, ...) because role names may hold characters Mermaid ids cannot; DOT gets
-backslash escapes inside double-quoted ids.
+Both formats get node ids of their own (`n0`, `n1`, ...) with the names as labels: role names
+may hold characters Mermaid ids cannot, and Graphviz names anonymous parts `%N` itself. Labels
+are escaped for each format so that they are shown as written: Mermaid gets entity codes
+(`#quot;`, `#38;` for `&`, which it would decode), DOT backslash escapes inside double quotes and
+`&amp;` for `&` (Graphviz decodes HTML entities in labels).
 """
 
 from __future__ import annotations
@@ -141,7 +143,14 @@ def _label(status: str, count: int) -> str:
 def mermaid_text(text: str) -> str:
     """Text safe inside a quoted Mermaid label: entity codes for what Mermaid would parse."""
     out = text.replace("#", "#35;")
-    for char, code in (('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;")):
+    # `&` too: Mermaid decodes HTML entities, so a role named `a&amp;b` would be drawn `a&b`
+    for char, code in (
+        ('"', "#quot;"),
+        ("&", "#38;"),
+        ("<", "#lt;"),
+        (">", "#gt;"),
+        ("|", "#124;"),
+    ):
         out = out.replace(char, code)
     return out.replace("\n", " ")
 
@@ -200,16 +209,28 @@ def dot_id(text: str) -> str:
     return f'"{escaped}"'
 
 
+def dot_label(text: str) -> str:
+    """A DOT label showing `text` as it is: Graphviz decodes HTML entities in labels."""
+    return dot_id(text.replace("&", "&amp;"))
+
+
 def to_dot(graph: Graph, taken: TakenLike = None) -> str:
-    """A Graphviz digraph of the graph; the taken path, if given, is highlighted."""
+    """A Graphviz digraph of the graph; the taken path, if given, is highlighted.
+
+    Nodes have ids of our own (`n0`, `n1`, ...) and the names as labels: Graphviz gives ids such
+    as `%3` to anonymous parts, so a role named like one would be drawn as another node."""
     path = as_taken(taken)
+    names = nodes_of(graph)
+    ids = {name: f"n{i}" for i, name in enumerate(names)}
     lines = [
         f"digraph {dot_id(graph.name)} {{",
         "    rankdir=TB;",
         '    node [shape=box, style="rounded"];',
     ]
-    for name in nodes_of(graph):
-        attrs: list[str] = ["shape=oval"] if name in (START, END) else []
+    for name in names:
+        attrs: list[str] = [f"label={dot_label(name)}"]
+        if name in (START, END):
+            attrs.append("shape=oval")
         style = ["rounded"]
         if name not in (START, END, *graph.roles):
             style.append("dashed")  # not a role: the edge into it is a mistake
@@ -218,24 +239,24 @@ def to_dot(graph: Graph, taken: TakenLike = None) -> str:
             attrs.append(f'fillcolor="{VISITED_FILL}"')
         if len(style) > 1:
             attrs.append(f'style="{",".join(style)}"')
-        suffix = f" [{', '.join(attrs)}]" if attrs else ""
+        node = f"{ids[name]} [{', '.join(attrs)}];"
         box = subgraph_label(graph, name)
         if box is None:
-            lines.append(f"    {dot_id(name)}{suffix};")
+            lines.append(f"    {node}")
         else:  # a subgraph role: its node inside a cluster labelled with the child graph
-            lines.append(f"    subgraph {dot_id('cluster_' + name)} {{")
-            lines.append(f"        label={dot_id(box)};")
+            lines.append(f"    subgraph cluster_{ids[name]} {{")
+            lines.append(f"        label={dot_label(box)};")
             lines.append('        style="dashed";')
-            lines.append(f"        {dot_id(name)}{suffix};")
+            lines.append(f"        {node}")
             lines.append("    }")
     for drawn in drawn_edges(graph):
         source, target = drawn.source, drawn.target
         count = path.count(drawn.key) if path else 0
-        attrs = [f"label={dot_id(_label(drawn.label, count))}"]
+        attrs = [f"label={dot_label(_label(drawn.label, count))}"]
         if count:
             attrs += [f'color="{TAKEN_COLOUR}"', f'fontcolor="{TAKEN_COLOUR}"', "penwidth=3"]
         if target != END and target not in graph.roles:
             attrs.append("style=dashed")
-        lines.append(f"    {dot_id(source)} -> {dot_id(target)} [{', '.join(attrs)}];")
+        lines.append(f"    {ids[source]} -> {ids[target]} [{', '.join(attrs)}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
