@@ -197,6 +197,11 @@ APPLY = [
         ),
     ),
     ApplyRow(
+        "A7 resumed from an ending without a message: $inputs.message is empty, not missing",
+        [*COMPLETED, ThreadResumed()],
+        lambda s: s.resume_from_end and s.end_message == "",
+    ),
+    ApplyRow(
         "A7 resumed after a limit: limits count anew",
         [*ASKED, ThreadSuspended("limit", SuspendKind.LIMIT), ThreadResumed()],
         lambda s: s.budget_step == 1 and s.budget_visits == {"writer": 1},
@@ -433,6 +438,12 @@ JUDGE = [
         SUSPENDED,
         ResumeRequested("go"),
         [(ThreadResumed, {"interrupted": False, "message": "go"})],
+    ),
+    JudgeRow(
+        "J15 resume an ending without the message its resume edge reads",
+        COMPLETED,
+        ResumeRequested("  "),
+        "needs a message",
     ),
     JudgeRow(
         "J17 resume a completed thread", COMPLETED, ResumeRequested("more"), [(ThreadResumed, {})]

@@ -251,3 +251,42 @@ def test_roles_played_by_claude_need_a_key_before_anything_starts(tmp_path: Path
         assert "No Anthropic API key" in out.stderr and "Traceback" not in out.stderr
     assert not (project.store / "threads.db").exists() or project.threads() == []
     assert os.environ.get("ANTHROPIC_API_KEY")  # the test's own environment is untouched
+
+
+RESUMABLE = LOOP_GRAPH.replace(
+    '    _: { role: worker, prompt: "Start {{{$inputs.task}}}" }\n',
+    '    _: { role: worker, prompt: "Start {{{$inputs.task}}}" }\n'
+    '    resume: { role: worker, prompt: "Continue: {{{$inputs.message}}}" }\n',
+)
+
+
+def test_resume_without_the_message_its_edge_reads_is_refused_and_the_thread_stays_usable(
+    tmp_path: Path,
+) -> None:
+    project = make(tmp_path)
+    project.graph(RESUMABLE, "loop")
+    project.script(worker=[reply("done", "a"), reply("done", "b")])
+    assert project.run("run", "loop", "x").returncode == 0
+    thread_id = project.threads()[0]["id"]
+    out = project.run("threads", "resume", thread_id)
+    assert out.returncode != 0
+    assert "needs a message" in out.stderr and "--message" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert project.threads()[0]["state"] == "completed"  # nothing recorded
+    again = project.run("threads", "resume", thread_id, "--message", "one more")
+    assert again.returncode == 0, again.stderr
+    assert "Finished: b" in again.stdout
+
+
+def test_a_resume_edge_that_tests_for_the_message_resumes_without_one(tmp_path: Path) -> None:
+    project = make(tmp_path)
+    optional = RESUMABLE.replace(
+        '"Continue: {{{$inputs.message}}}"',
+        '"Continue.{{#$inputs.message}} {{{$inputs.message}}}{{/$inputs.message}}"',
+    )
+    project.graph(optional, "loop")
+    project.script(worker=[reply("done", "a"), reply("done", "b")])
+    assert project.run("run", "loop", "x").returncode == 0
+    out = project.run("threads", "resume", project.threads()[0]["id"])
+    assert out.returncode == 0, out.stderr
+    assert "Finished: b" in out.stdout

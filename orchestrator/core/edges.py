@@ -1,7 +1,8 @@
 """Rendering an edge's templates (rules D4, D5 and D5b of engine.py's theory of operation).
 
 Pure. A template that does not render, or a location that is no folder inside the workspace,
-becomes the Record that suspends the thread, naming the edge.
+becomes the Record that suspends the thread, naming the edge. `needs_message` tells the judge
+(J15) and the linter which `$START.resume` edges cannot render without a resume message.
 """
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..spec.models import RESUME, START, Edge, Graph, Target
-from ..templates import TemplateEmptyError, TemplateSyntaxError, TemplateVarError, render_prompt
+from ..templates import (
+    TemplateEmptyError,
+    TemplateSyntaxError,
+    TemplateVarError,
+    render_prompt,
+    variables,
+)
 from .checks import location_problem, suspend
 from .commands import Record
 from .events import SuspendKind
@@ -55,6 +62,29 @@ def render_edge(label: str, target: Target | Edge, context: dict[str, Any]) -> R
         shown = location if len(location) <= 60 else location[:60] + "…"
         return suspend(f"{label}: location {shown!r} {problem}", SuspendKind.GRAPH)
     return prompt, location, inputs
+
+
+MESSAGE = "$inputs.message"
+
+
+def needs_message(graph: Graph) -> bool:
+    """True when some `$START.resume` edge reads the resume message outside a section that
+    tests it (`{{#$inputs.message}}...{{/$inputs.message}}` declares it optional): such an edge
+    cannot render without one, so a resume without a message would leave the thread stuck."""
+    for edge in graph.edges(START, RESUME):
+        for template in (edge.prompt, edge.location, *(edge.inputs or {}).values()):
+            if not template:
+                continue
+            try:
+                uses = variables(template)
+            except TemplateSyntaxError:
+                continue  # the linter reports it; rendering it suspends (D5)
+            if any(
+                u.name == MESSAGE and u.kind in ("var", "raw") and MESSAGE not in u.sections
+                for u in uses
+            ):
+                return True
+    return False
 
 
 def missing_edge(graph: Graph, source: str, status: str) -> Record:

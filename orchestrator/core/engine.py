@@ -36,7 +36,8 @@ apply: the states
     A7 ThreadResumed(message)   -> running. The step in flight is decided again from its edge
                                    (same number, prompt re-rendered plus a non-empty message,
                                    repairs anew). From an ending, $START.resume is taken next with
-                                   the message as $inputs.message (not kept as an input). After a
+                                   the message as $inputs.message (empty when none was given;
+                                   not kept as an input). After a
                                    limit, limits count anew.
     A8 ThreadCompleted(final, ending, outcome)
                                 -> completed, or failed when the ending's outcome is failure;
@@ -114,7 +115,9 @@ judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed,
           else                                                               J14 ThreadCancelled
     ResumeRequested(message): refused when not started, cancelled, failed (but at an ending),
           waiting for a role the graph still has and that is not a subgraph's
-          (answer it), or at an ending with no $START.resume edge            J15 Refused
+          (answer it), at an ending with no $START.resume edge, or at an ending
+          without a message when a $START.resume edge reads $inputs.message
+          outside a section that tests it                                    J15 Refused
           running with a step in flight (its process died)                   J16 ThreadResumed(interrupted)
           else                                                               J17 ThreadResumed
 """
@@ -136,7 +139,7 @@ from .checks import (
 )
 from .commands import Command, Idle, Limits, Record, RunStep, limits_for
 from .context import guard_names, template_context
-from .edges import missing_edge, render_edge, render_one
+from .edges import missing_edge, needs_message, render_edge, render_one
 from .events import (
     AttemptRejected,
     BranchFailed,
@@ -490,6 +493,11 @@ def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) ->
         )
     if ended_at_end and graph.edge(START, RESUME) is None:
         raise Refused(f"thread {tid} is {state.status} and its graph has no `$START.resume` edge")
+    if ended_at_end and not (outcome.message or "").strip() and needs_message(graph):
+        raise Refused(  # J15: rendered without one, the edge would leave the thread stuck
+            f"thread {tid} is {state.status}, and its graph's `$START.resume` edge needs a "
+            "message ({{{$inputs.message}}}): say what to do next with --message"
+        )
     if state.status == ThreadStatus.NEW:
         raise Refused("the thread has not started")
     # J16: its last process died with a step in flight (a waiting step whose role is gone, too)

@@ -174,7 +174,7 @@ def _resume(state: ThreadState, event: ThreadResumed) -> None:
     if state.ending is not None:  # from an ending, success or failure
         state.resume_from_end = True
         state.final = state.ending = state.recovery = None
-        state.end_message = event.message  # $inputs.message on $START.resume
+        state.end_message = event.message or ""  # $inputs.message on $START.resume (A7)
     else:
         state.end_message = None
         if event.message:
