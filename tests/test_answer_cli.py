@@ -120,3 +120,47 @@ def test_answer_in_a_terminal_asks_like_run_and_commits_through_the_session(
     assert committed[-1]["body"].strip() == "fine"
     rejected = [e for e in project.events(thread_id) if e["type"] == "AttemptRejected"]
     assert rejected == []  # a refused answer is asked again, never recorded
+
+
+BRANCH_GRAPH = """
+name: both
+description: A worker and a person work side by side.
+roles:
+  worker:
+    description: Works
+    goal: You work.
+    actor: { command: [PYTHON, AGENT] }
+    frontmatter:
+      type: object
+      properties: { $status: { const: proposed }, proposal: { type: string } }
+      required: [$status, proposal]
+  boss:
+    description: A person
+    goal: You decide.
+    actor: human
+    frontmatter:
+      type: object
+      properties: { $status: { const: yes }, budget: { type: integer } }
+      required: [$status, budget]
+graph:
+  $START:
+    _:
+      parallel:
+        - { role: worker, prompt: "Propose for {{{$inputs.task}}}" }
+        - { role: boss, prompt: "Budget for {{{$inputs.task}}}?" }
+      join: { role: $END, prompt: "{{{$steps.worker.proposal}}} with {{{$steps.boss.budget}}}" }
+"""
+
+
+def test_answer_takes_a_person_waiting_inside_a_parallel_branch(tmp_path: Path) -> None:
+    """The moderator takes the answer (the thread waits with no step in flight, its person in
+    a branch); `threads answer` asks it rather than re-deriving the rule."""
+    project = Project(tmp_path)
+    project.graph(BRANCH_GRAPH, "both")
+    project.script(worker=[PROPOSAL])
+    out = project.run("run", "both", "owls")
+    assert out.returncode == 3, out.stderr
+    thread_id = project.threads()[0]["id"]
+    answered = project.run("threads", "answer", thread_id, "--status", "yes", "--set", "budget=5")
+    assert answered.returncode == 0, answered.stderr
+    assert "buy owls with 5" in answered.stdout

@@ -217,20 +217,21 @@ def answer(
     session = _session(store_dir, temporal)
     row = _row(session, thread_id)
     graph = _graph_for(session, row, graph_arg)
+    # What waits, and with which contract, is the moderator's view of the thread (a person in
+    # a parallel branch waits with no step in flight): asked, not re-derived here.
     try:
+        question = session.question(row.id, graph)
         state = session.state(row.id)
     except SessionError as exc:
         fail_session(exc)
-    if state.status != ThreadStatus.WAITING or state.in_flight is None:
+    if question is None:
         fail(f"thread {row.id} is {state.status}, not waiting for an answer")
-    role = graph.roles.get(state.in_flight.role)
+    role = question.role
     if reply_file is not None:
         if status or assignments:
             fail("use either --file or --status/--set, not both")
         text = read_text_file(reply_file, "--file", dash_is_stdin=True)
     elif not status and not assignments:
-        question = session.question(row.id, graph)
-        assert question is not None  # the thread waits: checked above
         if as_json or not sys.stdin.isatty():
             fail(answer_options(question))
         text = ask_in_terminal(session, graph, question)
