@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from orchestrator import run_thread
 from orchestrator.actors.human import HumanActor
 from orchestrator.actors.scripted import ScriptedActor
 from orchestrator.run.options import RunOptions
@@ -286,3 +288,61 @@ def test_temporal_refuses_a_graph_with_a_subgraph_role_before_anything_starts(gr
     session = TemporalSession("127.0.0.1:1")  # never reached: the refusal comes first
     with pytest.raises(SessionError, match="subgraph roles do not run on Temporal yet"):
         session.preflight(load_graph(graphs), workspace=graphs.parent, replay=False)
+
+
+def test_python_actors_in_parent_and_child_need_no_api_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subgraph role is played by its child thread: with every role of both graphs a Python
+    actor, `run_thread` asks for no Anthropic key (it did, from the role's `actor` default)."""
+    folder = tmp_path / "graphs"
+    folder.mkdir()
+    (folder / "steps.py").write_text(
+        "def child(call):\n    return {'$status': 'done', 'note': 'from the child'}\n\n"
+        "def parent(call):\n    return {'$status': 'go'}\n"
+    )
+    (folder / "inner.yaml").write_text(
+        textwrap.dedent(
+            """
+            name: inner
+            description: the child
+            roles:
+              c:
+                description: c
+                goal: g
+                actor: {python: "steps:child"}
+                frontmatter:
+                  type: object
+                  properties: {$status: {const: done}, note: {type: string}}
+                  required: [$status, note]
+            graph:
+              $START: {_: {role: c, prompt: "{{{$inputs.task}}}"}}
+              c: {done: {role: $END, prompt: "{{{note}}}"}}
+            """
+        )
+    )
+    outer = folder / "outer.yaml"
+    outer.write_text(
+        textwrap.dedent(
+            """
+            name: outer
+            description: the parent
+            roles:
+              p:
+                description: p
+                goal: g
+                actor: {python: "steps:parent"}
+                frontmatter: {type: object, properties: {$status: {const: go}}, required: [$status]}
+              sub: {description: runs inner, graph: inner}
+            graph:
+              $START: {_: {role: p, prompt: "{{{$inputs.task}}}"}}
+              p: {go: {role: sub, prompt: "child task"}}
+              sub: {done: {role: $END, prompt: "{{{$body}}}"}}
+            """
+        )
+    )
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    result = run_thread(outer, {"task": "t"}, store=tmp_path / "store", workspace=tmp_path)
+    assert result.state == "completed", result.reason
+    assert result.final == "from the child"

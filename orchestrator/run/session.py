@@ -480,6 +480,20 @@ class Session:
 
 def _check_credentials(graph: Graph) -> None:
     """Roles Claude plays need a key: refused before anything is recorded (run and resume)."""
-    plays_claude = any(role.actor == "anthropic" for role in graph.roles.values())
-    if plays_claude and not env_credentials():
+    if _plays_claude(graph, set()) and not env_credentials():
         raise SessionError(NO_KEY)
+
+
+def _plays_claude(graph: Graph, seen: set[str]) -> bool:
+    """Whether Claude plays some role of the graph or of a child graph (a subgraph role is
+    played by its child thread, not by Claude, whatever its `actor` default says)."""
+    seen.add(graph.hash)
+    for name, role in graph.roles.items():
+        if role.graph is None:
+            if role.actor == "anthropic":
+                return True
+            continue
+        child = graph.subgraph(name)
+        if child is not None and child.hash not in seen and _plays_claude(child, seen):
+            return True
+    return False
