@@ -164,6 +164,11 @@ def _explained(dir_fd: int, name: str, shown: str, exc: OSError) -> Exception:
     if stat.S_ISDIR(found.st_mode):
         if exc.errno == errno.EISDIR:
             return PathRefused(f"{shown} is a directory; only regular files can be written")
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # it was something else a moment ago
+            return PathRefused(
+                f"{shown} changed while the tool opened it (it was a symbolic link or not a "
+                "directory a moment before; something is renaming it): nothing was done"
+            )
         return exc
     if exc.errno == errno.ENOTDIR:
         return PathRefused(f"{shown} is not a directory")

@@ -19,13 +19,14 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import regex
 
-from .dirfd import read_at
+from .dirfd import SYMLINK, read_at
 from .workspace import PathRefused, Target, Workspace, is_dir
 
 TOOL_NAME = "search_files"
@@ -91,6 +92,8 @@ def search(
         return str(exc), True
     if found is None:
         return f"{base.shown}: no such file or directory", True
+    if stat.S_ISLNK(found.st_mode):
+        return f"{base.shown} {SYMLINK}", True
     glob = args.get("glob") if isinstance(args.get("glob"), str) else None
     matches: list[str] = []
     deadline = time.monotonic() + time_limit
