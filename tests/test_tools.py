@@ -58,7 +58,7 @@ def test_resolve_refuses_absolute_path_outside(layout: tuple[Path, Path]) -> Non
 
 
 def test_resolve_refuses_every_symlink(layout: tuple[Path, Path]) -> None:
-    """No symlink is followed anywhere in a path, also one that points inside (FORMAT 22)."""
+    """No symlink is followed anywhere in a path, also one pointing inside (the trust boundary)."""
     ws, outside = layout
     (ws / "link.txt").symlink_to(outside)
     (ws / "linkdir").symlink_to(outside.parent)

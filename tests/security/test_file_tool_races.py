@@ -1,10 +1,11 @@
-"""The file tools against a workspace that changes under them (FORMAT 22, issue 21).
+"""The file tools against a workspace that changes under them (the trust boundary, issue 21).
 
-Two parallel branches of a thread share one workspace (FORMAT 15): while one branch's model
-writes `d/fN.txt` with the text editor, the other's shell swaps the directory `d` for a symlink
-`d -> /outside` and back. The old tools checked the real path and then opened it by name, so a
-swap between the two wrote outside (2 of 44 writes in the report). The tools now open every
-component relative to the previous one's descriptor with O_NOFOLLOW: nothing may land outside.
+Two parallel branches of a thread share one workspace (docs/format.md section 15): while one
+branch's model writes `d/fN.txt` with the text editor, the other's shell swaps the directory
+`d` for a symlink `d -> /outside` and back. The old tools checked the real path and then opened
+it by name, so a swap between the two wrote outside (2 of 44 writes in the report). The tools
+now open every component relative to the previous one's descriptor with O_NOFOLLOW: nothing may
+land outside.
 
 Each attack has its control: the same race against the old algorithm (kept here, `old_write`)
 does land outside; `.gitignore`, `git.txt` and the siblings of protected paths still work; the
