@@ -13,18 +13,18 @@ The model sends commands; this module carries them out on the workspace:
 
 A role with `read` but not `edit` may only `view`; other commands return an error result
 ("this role may only read files"). Errors never raise: they come back as `(message, True)` so the
-model can correct itself. Paths go through `Workspace.resolve`, so nothing outside is touched,
-and files are read and written through `workspace.read_file`/`write_file`, which refuse FIFOs,
-devices and hard-linked files. Credentials are redacted (`redact`) before output is cut.
+model can correct itself. Paths are named through `Workspace.locate` (inside the workspace, not
+`.git`, not the orchestrator's protected paths) and every file and directory is reached through
+the workspace's descriptor walk, which follows no symlink and refuses FIFOs, devices and
+hard-linked files (`workspace.py`). Credentials are redacted (`redact`) before output is cut.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from .workspace import PathRefused, Workspace, read_file, write_file
+from .workspace import Entry, PathRefused, Target, Workspace, is_dir
 
 TOOL_TYPE = "text_editor_20250728"
 TOOL_NAME = "str_replace_based_edit_tool"
@@ -83,18 +83,19 @@ class TextEditor:
 
     # ------------------------------------------------------------------ commands
 
-    def _path(self, args: dict[str, Any]) -> Path:
+    def _path(self, args: dict[str, Any]) -> Target:
         path = args.get("path")
         if not isinstance(path, str):
             raise ToolFailure("`path` is required")
-        return self.workspace.resolve(path)
+        return self.workspace.locate(path)
 
     def _view(self, args: dict[str, Any]) -> str:
         path = self._path(args)
-        if path.is_dir():
+        found = self.workspace.lstat(path)
+        if is_dir(found):
             return self._listing(path)
-        if not path.exists() and not path.is_symlink():
-            raise ToolFailure(f"{self.workspace.display(path)}: no such file or directory")
+        if found is None:
+            raise ToolFailure(f"{path.shown}: no such file or directory")
         text = self._read(path)
         lines = text.split("\n")
         if text.endswith("\n"):
@@ -119,44 +120,38 @@ class TextEditor:
         numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))
         return _cap(self.redact(numbered), MAX_VIEW_CHARS, "use view_range to see the rest")
 
-    def _listing(self, root: Path) -> str:
+    def _listing(self, root: Target) -> str:
+        """Two levels, hidden entries skipped; symlinks shown (`@`), never followed, and the
+        orchestrator's protected folders shown but not opened."""
         entries: list[str] = []
-        for child in sorted(root.iterdir(), key=lambda p: p.name):
-            if child.name.startswith("."):
+        for child in self.workspace.entries(root):
+            if child.target.name.startswith("."):
                 continue
-            entries.append(self._entry(child))
-            if child.is_dir() and not child.is_symlink():
+            entries.append(_entry(child))
+            if child.is_dir and not self.workspace.is_protected(child.target):
                 try:
-                    grand = sorted(child.iterdir(), key=lambda p: p.name)
-                except OSError:
+                    grand = self.workspace.entries(child.target)
+                except (OSError, PathRefused):  # unreadable, or swapped for a symlink meanwhile
                     continue
-                entries += [self._entry(g) for g in grand if not g.name.startswith(".")]
+                entries += [_entry(g) for g in grand if not g.target.name.startswith(".")]
             if len(entries) >= MAX_LISTING:
                 entries.append(f"… (listing stopped after {MAX_LISTING} entries)")
                 break
-        shown = self.workspace.display(root)
         if not entries:
-            return f"{shown}: empty directory"
-        head = f"Files and directories in {shown} (two levels, hidden entries skipped):"
+            return f"{root.shown}: empty directory"
+        head = f"Files and directories in {root.shown} (two levels, hidden entries skipped):"
         return head + "\n" + "\n".join(entries)
-
-    def _entry(self, path: Path) -> str:
-        rel = str(path.relative_to(self.workspace.root))
-        if path.is_symlink():  # not followed: its target may lie outside the workspace
-            return rel + "@"
-        return rel + ("/" if path.is_dir() else "")
 
     def _create(self, args: dict[str, Any]) -> str:
         path = self._path(args)
         text = args.get("file_text")
         if not isinstance(text, str):
             raise ToolFailure("`file_text` is required for create")
-        if path.is_dir():
-            raise ToolFailure(f"{self.workspace.display(path)} is a directory")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        existed = write_file(path, text, self.workspace.display(path))
+        if is_dir(self.workspace.lstat(path)):
+            raise ToolFailure(f"{path.shown} is a directory")
+        existed = self.workspace.write(path, text, make_parents=True)
         verb = "overwritten" if existed else "created"
-        return f"File {verb}: {self.workspace.display(path)}"
+        return f"File {verb}: {path.shown}"
 
     def _str_replace(self, args: dict[str, Any]) -> str:
         path = self._existing_file(args)
@@ -168,7 +163,7 @@ class TextEditor:
             raise ToolFailure("`new_str` must be a string")
         text = self._read(path)
         count = text.count(old)
-        shown = self.workspace.display(path)
+        shown = path.shown
         if count == 0:
             raise ToolFailure(
                 f"No replacement was performed: `old_str` does not occur in {shown}. "
@@ -183,7 +178,7 @@ class TextEditor:
             )
         at = text.index(old)
         updated = text[:at] + new + text[at + len(old) :]
-        write_file(path, updated, shown)
+        self.workspace.write(path, updated)
         first = text.count("\n", 0, at) + 1
         return f"The file {shown} has been edited.\n" + self.redact(
             _snippet(updated, first, new.count("\n") + 1)
@@ -208,25 +203,30 @@ class TextEditor:
             )
         added = new.removesuffix("\n").split("\n")
         lines[line:line] = added
-        shown = self.workspace.display(path)
-        write_file(path, "\n".join(lines) + ("\n" if trailing or not text else ""), shown)
+        shown = path.shown
+        self.workspace.write(path, "\n".join(lines) + ("\n" if trailing or not text else ""))
         updated = "\n".join(lines)
         return f"The file {shown} has been edited.\n" + self.redact(
             _snippet(updated, line + 1, len(added))
         )
 
-    def _existing_file(self, args: dict[str, Any]) -> Path:
+    def _existing_file(self, args: dict[str, Any]) -> Target:
         path = self._path(args)
-        if not path.exists() and not path.is_symlink():
-            raise ToolFailure(f"{self.workspace.display(path)}: no such file")
+        if self.workspace.lstat(path) is None:
+            raise ToolFailure(f"{path.shown}: no such file")
         return path
 
-    def _read(self, path: Path) -> str:
-        shown = self.workspace.display(path)
-        data = read_file(path, shown)
+    def _read(self, path: Target) -> str:
+        data = self.workspace.read(path)
         if b"\x00" in data[:8192]:
-            raise ToolFailure(f"{shown}: binary file; it cannot be shown or edited as text")
+            raise ToolFailure(f"{path.shown}: binary file; it cannot be shown or edited as text")
         return data.decode("utf-8", errors="replace")
+
+
+def _entry(entry: Entry) -> str:
+    if entry.is_symlink:  # not followed: its target may lie outside the workspace
+        return entry.target.shown + "@"
+    return entry.target.shown + ("/" if entry.is_dir else "")
 
 
 def _match_lines(text: str, needle: str) -> list[int]:

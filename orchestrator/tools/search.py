@@ -3,10 +3,11 @@
 The text editor tool can view and list but not search, and a read-only role has no shell to run
 grep, so roles with `read` or `edit` also get this small custom tool: a regular expression
 searched line by line through the files under a path, `path:line: text` per match.
-Hidden entries (`.git`, `.venv`, ...) are skipped, symlinks are not followed out of the
-workspace, binary and very large files are skipped, FIFOs, devices and hard-linked files are
-skipped (`workspace.read_file`), and the output is bounded, credentials redacted before lines are
-cut.
+Hidden entries (`.git`, `.venv`, ...) and the orchestrator's protected paths are skipped, the
+tree is walked through directory descriptors without following any symlink (symlinks are
+skipped, `workspace.py`), binary and very large files are skipped, FIFOs, devices and
+hard-linked files are skipped (`dirfd.read_at`), and the output is bounded, credentials redacted
+before lines are cut. A `path` naming `.git`, a protected path or a symlink is refused.
 
 The pattern comes from the model, so it may be catastrophic (`(a+)+$`, `(x+x+)+y`): it is run by
 the `regex` module with a time limit, `TIME_LIMIT` seconds for the whole search, after which the
@@ -16,15 +17,17 @@ search stops with an error result that says why.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import stat
 import time
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import regex
 
-from .workspace import PathRefused, Workspace, read_file
+from .dirfd import SYMLINK, read_at
+from .workspace import PathRefused, Target, Workspace, is_dir
 
 TOOL_NAME = "search_files"
 MAX_MATCHES = 200
@@ -83,17 +86,22 @@ def search(
     except (regex.error, OverflowError, RecursionError) as exc:
         return f"invalid regular expression: {exc}", True
     try:
-        base = workspace.resolve(args.get("path") or ".")
-    except PathRefused as exc:
+        base = workspace.locate(args.get("path") or ".")
+        found = workspace.lstat(base)
+    except (PathRefused, OSError) as exc:
         return str(exc), True
+    if found is None:
+        return f"{base.shown}: no such file or directory", True
+    if stat.S_ISLNK(found.st_mode):
+        return f"{base.shown} {SYMLINK}", True
     glob = args.get("glob") if isinstance(args.get("glob"), str) else None
     matches: list[str] = []
     deadline = time.monotonic() + time_limit
     try:
-        for shown, real in _files(workspace, base):
+        for shown, read in _files(workspace, base, is_dir(found)):
             if glob and not fnmatch.fnmatch(os.path.basename(shown), glob):
                 continue
-            if _scan(shown, real, compiled, matches, redact, deadline):
+            if _scan(shown, read, compiled, matches, redact, deadline):
                 matches.append(f"… (stopped after {MAX_MATCHES} matches; narrow the search)")
                 break
     except _TooSlow:
@@ -107,27 +115,21 @@ def search(
     return "\n".join(matches), False
 
 
-def _files(workspace: Workspace, base: Path) -> list[tuple[str, Path]]:
-    """(name shown, real path) of the files to search; symlinks only when they stay inside."""
-    if not base.is_dir():
-        return [(workspace.display(base), base)]
-    found: list[tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = Path(dirpath) / name
-            real = Path(os.path.realpath(path))
-            if not workspace.contains(real):
-                continue
-            found.append((workspace.display(path), real))
-    return found
+Reader = Callable[[int], bytes]
+
+
+def _files(workspace: Workspace, base: Target, folder: bool) -> Iterator[tuple[str, Reader]]:
+    """(name shown, reader) of the files to search; nothing followed, nothing hidden."""
+    if not folder:
+        yield base.shown, functools.partial(workspace.read, base)
+        return
+    for shown, fd, name in workspace.files(base):
+        yield shown, functools.partial(read_at, fd, name, shown)
 
 
 def _scan(
     shown: str,
-    file: Path,
+    read: Reader,
     pattern: regex.Pattern[str],
     out: list[str],
     redact: Callable[[str], str],
@@ -135,7 +137,7 @@ def _scan(
 ) -> bool:
     """Append the matches of one file; True when the match limit is reached."""
     try:
-        data = read_file(file, shown, limit=MAX_FILE_BYTES + 1)
+        data = read(MAX_FILE_BYTES + 1)
     except (OSError, PathRefused):  # unreadable, a FIFO or device, a hard link: skipped
         return False
     if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:

@@ -7,7 +7,8 @@ the `tool_result`; it never raises for anything the model did wrong, and it refu
 role was not given even if the model names them. Credentials (and their reversed and base64
 forms, and fragments of them) are redacted from every result before it is cut to a length limit
 (`scrub.py`), so a file that happens to hold the key cannot leak it into the conversation. The
-shell runs in the role's sandbox (`sandbox.py`).
+shell runs in the role's sandbox (`sandbox.py`). The file tools refuse `.git` and the
+`protected` paths (the thread store, the graph's folder) and follow no symlink (`workspace.py`).
 """
 
 from __future__ import annotations
@@ -56,9 +57,12 @@ class ToolBox:
         sandbox: Sandbox | Literal["off"] | None = None,
         role_name: str = "",
         extra: Sequence[ExtraTool] = (),
+        protected: Iterable[Path | str] = (),
     ):
         self.extra = {tool.name: tool for tool in extra}
-        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self.workspace = (
+            workspace if isinstance(workspace, Workspace) else Workspace(workspace, protected)
+        )
         self.tool_sets = frozenset(tool_sets)
         self.secrets = Secrets.from_environment(extra=secrets)
         self.editor = editor.TextEditor(
