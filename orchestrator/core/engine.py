@@ -139,7 +139,7 @@ from .checks import (
 )
 from .commands import Command, Idle, Limits, Record, RunStep, limits_for
 from .context import guard_names, template_context
-from .edges import missing_edge, needs_message, render_edge, render_one
+from .edges import missing_edge, render_edge, render_one
 from .events import (
     AttemptRejected,
     BranchFailed,
@@ -150,7 +150,6 @@ from .events import (
     SuspendKind,
     ThreadCancelled,
     ThreadCompleted,
-    ThreadResumed,
     ThreadStatus,
     ThreadSuspended,
 )
@@ -170,6 +169,7 @@ from .outcomes import (
     Replied,
     ResumeRequested,
 )
+from .resume import judge_resume
 from .state import InFlight, ThreadState
 
 # --------------------------------------------------------------------------- decide
@@ -350,7 +350,7 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
                 )
             ]  # J11
         case ResumeRequested():
-            return [_judge_resume(graph, state, outcome)]
+            return [judge_resume(graph, state, outcome)]
     raise TypeError(f"not an outcome: {outcome!r}")
 
 
@@ -476,30 +476,3 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
         errors = tuple(events[0].errors)
         raise Refused(f"the answer was not accepted for role '{f.role}'", errors)  # J8
     return events
-
-
-def _judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) -> Event:
-    tid = state.thread_id
-    ended_at_end = state.ending is not None  # an ending, success or failure: $START.resume
-    if state.status == ThreadStatus.CANCELLED or (
-        state.status == ThreadStatus.FAILED and not ended_at_end
-    ):
-        raise Refused(f"thread {tid} is {state.status} and cannot be resumed")  # J15
-    waits = state.waiting_for.role if state.waiting_for is not None else None
-    role = graph.roles.get(waits) if waits is not None else None
-    if role is not None and role.graph is None:  # a subgraph's child waits: resume goes on to it
-        raise Refused(
-            f"thread {tid} waits for a person: answer it with `orchestrator threads answer {tid}`"
-        )
-    if ended_at_end and graph.edge(START, RESUME) is None:
-        raise Refused(f"thread {tid} is {state.status} and its graph has no `$START.resume` edge")
-    if ended_at_end and not (outcome.message or "").strip() and needs_message(graph):
-        raise Refused(  # J15: rendered without one, the edge would leave the thread stuck
-            f"thread {tid} is {state.status}, and its graph's `$START.resume` edge needs a "
-            "message ({{{$inputs.message}}}): say what to do next with --message"
-        )
-    if state.status == ThreadStatus.NEW:
-        raise Refused("the thread has not started")
-    # J16: its last process died with a step in flight (a waiting step whose role is gone, too)
-    interrupted = state.status == ThreadStatus.RUNNING and state.busy
-    return ThreadResumed(message=outcome.message, interrupted=interrupted)  # J17
