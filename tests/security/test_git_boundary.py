@@ -1,4 +1,4 @@
-"""Orchestrator's own git commands cannot be turned against it (FORMAT 22, issue 21).
+"""Orchestrator's own git commands cannot be turned against it (the trust boundary, issue 21).
 
 A thread that edits works in a git worktree under the store; the worktree is the roles'
 workspace, so its `.git` file is theirs to rewrite. The attack: point it at a repository the
