@@ -45,6 +45,7 @@ carrying git's own message.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -105,9 +106,13 @@ class WorktreeTampered(WorktreeError):
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of a git command: PASSED_ENV from ours, FIXED_ENV, `extra`."""
+    """The whole environment of a git command: PASSED_ENV from ours, FIXED_ENV, `extra`.
+
+    PATH keeps only its absolute entries: git runs in a worktree, where a relative entry (`.`,
+    or an empty one) would find a `git` or an `sh` a role wrote."""
     env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
-    env.setdefault("PATH", DEFAULT_PATH)
+    entries = [e for e in env.get("PATH", DEFAULT_PATH).split(os.pathsep) if os.path.isabs(e)]
+    env["PATH"] = os.pathsep.join(entries) or DEFAULT_PATH
     env.update(FIXED_ENV)
     env.update(extra or {})
     return env
@@ -144,11 +149,16 @@ def run_git(
     args = list(args)
     argv = git_argv(args, git_dir=git_dir, work_tree=work_tree)
     shown = "git " + " ".join(args)
+    full_env = git_env(env)
+    program = shutil.which("git", path=full_env["PATH"])
+    if program is None:
+        raise WorktreeError("git is not installed (or not on PATH)")
+    argv[0] = program  # found before the child changes into the worktree
     try:
         result = subprocess.run(
             argv,
             cwd=cwd,
-            env=git_env(env),
+            env=full_env,
             capture_output=True,
             text=True,
             input=input,

@@ -506,3 +506,22 @@ def test_git_gets_no_secret_in_its_environment(
     (Path(tree.path) / "more.txt").write_text("more\n")
     naive_git(Path(tree.path), "add", "--all")
     assert KEY in dump.read_text() and DB_PASS in dump.read_text()
+
+
+def test_a_git_planted_in_the_worktree_is_not_the_git_that_runs(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person whose PATH holds `.` (or an empty entry): git runs in the worktree, where a role
+    may have written a `git` of its own. Only PATH's absolute entries are searched."""
+    tree = create_worktree(repo, tmp_path / "store", "T1")
+    seen = marker(tmp_path, "path")
+    fake = Path(tree.path) / "git"
+    fake.write_text(f"#!/bin/sh\nenv > {seen}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", ".:" + os.environ["PATH"])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    assert worktree_changes(tree) == ["?? git"]  # the real git answered
+    assert not seen.exists()
+    # The control: a plain subprocess with that PATH, in the worktree, runs the planted one.
+    subprocess.run(["git", "status"], cwd=tree.path, env=dict(os.environ), check=False)
+    assert seen.exists() and KEY in seen.read_text()
