@@ -330,7 +330,17 @@ def _identity(tree: Worktree) -> dict[str, str]:
 
 def changed_files(tree: Worktree, upto: str = "HEAD") -> list[ChangedFile]:
     """The files that differ between the base and `upto` on the thread's branch."""
-    args = ["diff", "--name-status", "--no-renames", tree.base, upto, "--"]
+    # Commits only, no work tree: a nested repository's gitlink is listed like a file, and
+    # git has no reason to look inside it (`SAFE_CONFIG` ignores submodules otherwise).
+    args = [
+        "diff",
+        "--name-status",
+        "--no-renames",
+        "--ignore-submodules=none",
+        tree.base,
+        upto,
+        "--",
+    ]
     out = tree_git(tree, args).stdout
     files = []
     for line in out.splitlines():
@@ -364,12 +374,15 @@ def finish_worktree(tree: Worktree, message: str) -> Outcome:
 
     Raises WorktreeTampered, before git runs, when a role changed the worktree's `.git`."""
     tree_git(tree, ["add", "--all"])
-    staged = tree_git(tree, ["diff", "--cached", "--quiet"], check=False).returncode != 0
+    staged_diff = ["diff", "--cached", "--quiet", "--ignore-submodules=none"]  # index and HEAD
+    staged = tree_git(tree, staged_diff, check=False).returncode != 0
     commit: str | None = None
     if staged:
         tree_git(
             tree,
-            ["commit", "--quiet", "--no-verify", "-F", "-"],
+            # --allow-empty: git's own check would miss a staged nested repository (SAFE_CONFIG
+            # ignores submodules); `staged` above, on index and HEAD alone, did not.
+            ["commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-"],
             env=_identity(tree),
             input=message,
         )

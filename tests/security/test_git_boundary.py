@@ -525,3 +525,27 @@ def test_a_git_planted_in_the_worktree_is_not_the_git_that_runs(
     # The control: a plain subprocess with that PATH, in the worktree, runs the planted one.
     subprocess.run(["git", "status"], cwd=tree.path, env=dict(os.environ), check=False)
     assert seen.exists() and KEY in seen.read_text()
+
+
+def test_a_nested_repository_of_the_role_runs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A role may write a repository inside its worktree (committed as a gitlink when the work
+    is): a plain `git status` runs `git status` inside it too, with its configuration."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    repo = make_repo(tmp_path / "repo")
+    tree = create_worktree(repo, tmp_path / "store", "T1")
+    seen = marker(tmp_path, "nested")
+    nested = make_repo(Path(tree.path) / "sub")
+    outcome = finish_worktree(tree, "with a nested repository\n")
+    assert ("A", "sub") in [(f.status, f.path) for f in outcome.files]
+    # A clean filter of the nested repository's own, for its own files: hooks and fsmonitor
+    # are off in every git that git starts (`-c` is inherited); this is not.
+    git(nested, "config", "filter.x.clean", f"sh -c 'env > {seen}; cat'")
+    (nested / ".gitattributes").write_text("* filter=x\n")
+    (nested / "README.md").write_text("HELLO\n")  # the same size: git must hash it to know
+    assert worktree_changes(tree) == []
+    assert run_git(["diff", "--quiet", "HEAD"], tree.path, check=False).returncode == 0
+    assert not seen.exists()
+    naive_git(Path(tree.path), "status")  # the control
+    assert seen.exists() and KEY in seen.read_text()
