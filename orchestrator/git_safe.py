@@ -34,9 +34,11 @@ Three things close this, together:
    `.gitattributes`, which a role may write): they run only when the configuration names them,
    and the configuration git reads is only the person's, as (1) ensures; so a Git LFS the person
    set up keeps working.
-3. **Git gets a minimal environment** (`git_env`), built here and not from `os.environ`: PATH,
-   HOME, the locale, the person's git identity and global-configuration location, and the
-   switches that keep git quiet. No API key, token or password reaches git, or anything git runs.
+3. **Git gets a minimal environment** (`git_env`), built here and not from `os.environ`: PATH
+   (its absolute entries only, and `git` itself looked up there before the child changes into
+   the worktree, where `.` would find a `git` a role wrote), HOME, the locale, the person's git
+   identity and global-configuration location, and the switches that keep git quiet. No API
+   key, token or password reaches git, or anything git runs.
 
 Every git command of orchestrator goes through `run_git`; a failing one becomes `WorktreeError`
 carrying git's own message.
