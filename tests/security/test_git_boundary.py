@@ -340,6 +340,47 @@ def test_a_model_with_the_edit_tool_that_swaps_the_worktree_git_runs_nothing(
         assert "fix.txt" in git(repo, "ls-tree", "--name-only", f"orchestrator/{thread}")
 
 
+def test_a_model_with_the_shell_tool_that_swaps_the_worktree_git_runs_nothing(
+    tmp_path: Path, repo: Path, server: FakeAnthropic, mechanism: str
+) -> None:
+    """The swap as one bash command of a model role, inside the sandbox (bubblewrap, and the
+    unshare fallback). Should the sandbox show `.git` read-only, the command fails there and
+    the work is committed as usual; either way nothing planted runs."""
+    store = tmp_path / "store"
+    graph = write_graph(tmp_path, "tools: [shell]")
+    seen = marker(tmp_path, "fsmonitor")
+    command = (
+        "mkdir -p .evil/gitdir/objects .evil/gitdir/refs/heads"
+        " && printf 'ref: refs/heads/main\\n' > .evil/gitdir/HEAD"
+        f" && printf '#!/bin/sh\\nenv > {seen}\\ncat\\n' > .evil/prog.sh"
+        " && printf '[core]\\n\\tfsmonitor = sh %s/.evil/prog.sh\\n' \"$PWD\" > .evil/gitdir/config"
+        " && echo work > fix.txt"
+        " && printf 'gitdir: %s/.evil/gitdir\\n' \"$PWD\" > .git"
+    )
+    server.reply(FakeResponse.tool_use("bash", {"command": command}, id="toolu_1"))
+    server.reply_text("---\n$status: done\n---\nPlanted.")
+    run = cli(
+        repo,
+        "run",
+        str(graph),
+        "plant",
+        "--store",
+        str(store),
+        ANTHROPIC_BASE_URL=server.url,
+        ORCHESTRATOR_SANDBOX_WITH=mechanism,
+    )
+    assert run.returncode == 0, run.stderr
+    thread = the_thread(store)
+    worktree = store / "worktrees" / thread
+    assert (worktree / ".evil" / "gitdir" / "config").is_file(), "the command did not run"
+    if (worktree / ".git").read_text().startswith(f"gitdir: {worktree}/.evil/"):
+        assert_refused_and_untouched(tmp_path, repo, store, run, "fsmonitor")
+        assert_control_runs(tmp_path, worktree, "fsmonitor")
+    else:  # the sandbox kept the link
+        assert not seen.exists()
+        assert "fix.txt" in git(repo, "ls-tree", "--name-only", f"orchestrator/{thread}")
+
+
 def test_prune_reports_a_swapped_worktree_and_runs_nothing_in_it(
     tmp_path: Path, repo: Path
 ) -> None:
