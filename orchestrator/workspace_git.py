@@ -15,18 +15,26 @@ Instead:
    role's tools act there, and a resumed thread, even after a crash, works there again.
 3. A small sidecar file, `<store>/worktrees/<thread-id>.json`, remembers the repository, the
    branch and the base commit, so that `threads resume` can recreate a deleted worktree from the
-   branch and the final report can list the files changed since the base.
+   branch and the final report can list the files changed since the base; and the link git made
+   (the worktree's folder in the repository's `.git/worktrees/`, and the repository's `.git`).
 4. When the thread completes, everything in the worktree is committed on the branch
    (`finish_worktree`): "the fix is on the thread's branch", ready to diff, merge or push by hand.
-   Nothing is pushed. The commit skips the repository's hooks (`--no-verify`) and signing, so a
-   hook can never lose the work; they run when the user commits or merges it themselves.
+   Nothing is pushed. The commit skips the repository's hooks and signing, so a hook can never
+   lose the work; they run when the user commits or merges it themselves.
+5. The worktree is the roles' workspace, so its `.git` file is theirs to rewrite. Before git
+   touches a worktree (finishing, listing changes, recreating, pruning), `checked_link` makes sure
+   the `.git` file still names the recorded gitdir and the repository's record points back;
+   a worktree whose link a role changed raises `WorktreeTampered` and is never used. Git then
+   runs with that gitdir and work tree passed explicitly (`tree_git`), never discovered.
 
 Uncommitted changes in the checkout are not carried over: the worktree starts from HEAD, and
 `run` warns when the checkout is dirty. `--in-place` opts out of all of this, and a workspace
 that is not in a git repository is used in place.
 
-Everything here shells out to `git` (no library), with prompts disabled and output captured;
-a failing git command becomes `WorktreeError` carrying git's own message.
+Everything here shells out to `git` (no library) through `git_safe.run_git`: hooks, fsmonitor,
+external diffs, helpers and the pager switched off, a minimal environment with no secret in it,
+prompts disabled and output captured; a failing git command becomes `WorktreeError` carrying
+git's own message.
 """
 
 from __future__ import annotations
@@ -39,6 +47,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .git_safe import WorktreeError as WorktreeError  # defined there, used from here
+from .git_safe import WorktreeTampered as WorktreeTampered
+from .git_safe import (
+    check_link,
+    find_gitdir,
+    read_link,
+    run_git,
+)
 from .store.sqlite import GITIGNORE
 
 BRANCH_PREFIX = "orchestrator/"
@@ -46,10 +62,6 @@ WORKTREES = "worktrees"
 ISOLATING_TOOLS = frozenset({"edit", "shell"})
 FALLBACK_NAME = "orchestrator"
 FALLBACK_EMAIL = "orchestrator@localhost"
-
-
-class WorktreeError(Exception):
-    """A git operation for the thread's worktree failed; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,9 @@ class Worktree:
     branch: str
     base: str  # the commit the branch started from
     subdir: str = ""  # the workspace relative to the repository's top level
+    # The link git made (older sidecars lack it: `checked_link` asks the repository then):
+    gitdir: str = ""  # the worktree's folder in the repository, `<common>/worktrees/<name>`
+    common: str = ""  # the repository's common `.git` folder
 
     @property
     def workspace(self) -> Path:
@@ -110,28 +125,39 @@ def git(
     check: bool = True,
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run git in `cwd` without prompts; raise WorktreeError with git's message on failure."""
-    argv = ["git", *args]
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
-    try:
-        result = subprocess.run(
-            argv,
-            cwd=cwd,
-            env=full_env,
-            capture_output=True,
-            text=True,
-            input=input,
-            stdin=subprocess.DEVNULL if input is None else None,
-            timeout=120,
-        )
-    except FileNotFoundError:
-        raise WorktreeError("git is not installed (or not on PATH)") from None
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise WorktreeError(f"`{' '.join(argv)}` failed: {exc}") from None
-    if check and result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip() or f"exit status {result.returncode}"
-        raise WorktreeError(f"`{' '.join(argv)}` failed: {detail}")
-    return result
+    """Run git (hardened: `git_safe`) in the user's checkout `cwd`; never in a worktree."""
+    return run_git(args, cwd, env=env, check=check, input=input)
+
+
+def tree_git(
+    tree: Worktree,
+    args: Iterable[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run git on the thread's worktree: its link checked first, then the recorded gitdir and
+    work tree passed explicitly, so nothing a role wrote in the workspace picks the repository."""
+    gitdir = checked_link(tree)
+    return run_git(
+        args, tree.path, git_dir=gitdir, work_tree=tree.path, env=env, check=check, input=input
+    )
+
+
+def checked_link(tree: Worktree) -> str:
+    """The worktree's gitdir, once `check_link` found the link as git made it. Raises
+    WorktreeTampered when a role changed it, WorktreeError when the repository lost it."""
+    gitdir, common = tree.gitdir, tree.common
+    if not (gitdir and common):  # a worktree recorded before the link was: ask the repository
+        common = git(
+            ["rev-parse", "--path-format=absolute", "--git-common-dir"], tree.repo
+        ).stdout.strip()
+        gitdir = find_gitdir(tree.path, common) or ""
+        if not gitdir:
+            raise WorktreeError(f"{tree.path} is not a worktree of {tree.repo} any more")
+    check_link(tree.path, gitdir, common)
+    return gitdir
 
 
 def find_repo(path: str | os.PathLike[str]) -> Path | None:
@@ -150,12 +176,14 @@ def find_repo(path: str | os.PathLike[str]) -> Path | None:
 
 def needs_isolation(graph: Any) -> bool:
     """True when some role of the graph may edit files or run commands: the edit or shell tool
-    sets, a Python actor, Python or MCP tools (code that gets the workspace)."""
+    sets, a Python or command actor (code, or an agent process, working in the workspace),
+    Python or MCP tools (code that gets the workspace)."""
     return any(
         ISOLATING_TOOLS & set(role.tool_sets)
         or role.python_tools
         or role.mcp_servers
         or getattr(role.actor, "python", None)
+        or getattr(role.actor, "command", None)
         for role in graph.roles.values()
     )
 
@@ -246,7 +274,12 @@ def create_worktree(
     branch = BRANCH_PREFIX + thread_id
     git(["worktree", "add", "--quiet", "-b", branch, str(path), base], repo)
     subdir = ws.relative_to(repo).as_posix() if ws != repo else ""
-    tree = Worktree(thread_id, str(repo), str(path), branch, base, subdir)
+    common = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], repo).stdout.strip()
+    gitdir = read_link(path)  # what git just wrote, before any role could touch it
+    if gitdir is None:
+        raise WorktreeError(f"`git worktree add` left no `.git` file in {path}")
+    tree = Worktree(thread_id, str(repo), str(path), branch, base, subdir, gitdir, common)
+    check_link(tree.path, gitdir, common)
     sidecar_path(store, thread_id).write_text(json.dumps(asdict(tree), indent=2) + "\n")
     if subdir:
         tree.workspace.mkdir(parents=True, exist_ok=True)  # an untracked (empty) subdirectory
@@ -254,8 +287,12 @@ def create_worktree(
 
 
 def ensure_worktree(tree: Worktree) -> bool:
-    """Recreate a thread's worktree from its branch when it was removed. True when recreated."""
-    if (Path(tree.path) / ".git").exists():
+    """Recreate a thread's worktree from its branch when it was removed. True when recreated.
+
+    A worktree that is there must still link to its repository (`checked_link`): one whose
+    `.git` a role changed raises WorktreeTampered rather than being worked in again."""
+    if os.path.lexists(Path(tree.path) / ".git"):
+        checked_link(tree)
         return False
     repo = Path(tree.repo)
     if find_repo(repo) is None:
@@ -269,16 +306,21 @@ def ensure_worktree(tree: Worktree) -> bool:
             f"the thread's worktree {tree.path} and its branch {tree.branch} are both gone"
         )
     git(["worktree", "add", "--quiet", tree.path, tree.branch], repo)
+    if tree.gitdir and read_link(tree.path) != os.path.normpath(tree.gitdir):
+        raise WorktreeError(  # the name git chose was taken: not the link recorded
+            f"git recreated the worktree {tree.path} under another name than {tree.gitdir}; "
+            f"remove it (git -C {repo} worktree remove {tree.path}) and resume again"
+        )
     if tree.subdir:
         tree.workspace.mkdir(parents=True, exist_ok=True)
     return True
 
 
-def _identity(path: Path) -> dict[str, str]:
+def _identity(tree: Worktree) -> dict[str, str]:
     """Author and committer for the commit: the user's, or a fallback when git has none."""
     env: dict[str, str] = {}
-    name = git(["config", "user.name"], path, check=False).stdout.strip()
-    email = git(["config", "user.email"], path, check=False).stdout.strip()
+    name = tree_git(tree, ["config", "user.name"], check=False).stdout.strip()
+    email = tree_git(tree, ["config", "user.email"], check=False).stdout.strip()
     if not name:
         env["GIT_AUTHOR_NAME"] = env["GIT_COMMITTER_NAME"] = FALLBACK_NAME
     if not email:
@@ -288,7 +330,18 @@ def _identity(path: Path) -> dict[str, str]:
 
 def changed_files(tree: Worktree, upto: str = "HEAD") -> list[ChangedFile]:
     """The files that differ between the base and `upto` on the thread's branch."""
-    out = git(["diff", "--name-status", "--no-renames", tree.base, upto, "--"], tree.path).stdout
+    # Commits only, no work tree: a nested repository's gitlink is listed like a file, and
+    # git has no reason to look inside it (`SAFE_CONFIG` ignores submodules otherwise).
+    args = [
+        "diff",
+        "--name-status",
+        "--no-renames",
+        "--ignore-submodules=none",
+        tree.base,
+        upto,
+        "--",
+    ]
+    out = tree_git(tree, args).stdout
     files = []
     for line in out.splitlines():
         status, _, path = line.partition("\t")
@@ -317,20 +370,24 @@ def commit_message(graph: str, thread_id: str, inputs: Mapping[str, Any], final:
 
 
 def finish_worktree(tree: Worktree, message: str) -> Outcome:
-    """Commit everything in the worktree on the thread's branch; list the files changed."""
-    path = Path(tree.path)
-    git(["add", "--all"], path)
-    staged = git(["diff", "--cached", "--quiet"], path, check=False).returncode != 0
+    """Commit everything in the worktree on the thread's branch; list the files changed.
+
+    Raises WorktreeTampered, before git runs, when a role changed the worktree's `.git`."""
+    tree_git(tree, ["add", "--all"])
+    staged_diff = ["diff", "--cached", "--quiet", "--ignore-submodules=none"]  # index and HEAD
+    staged = tree_git(tree, staged_diff, check=False).returncode != 0
     commit: str | None = None
     if staged:
-        git(
-            ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-F", "-"],
-            path,
-            env=_identity(path),
+        tree_git(
+            tree,
+            # --allow-empty: git's own check would miss a staged nested repository (SAFE_CONFIG
+            # ignores submodules); `staged` above, on index and HEAD alone, did not.
+            ["commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-"],
+            env=_identity(tree),
             input=message,
         )
-        commit = git(["rev-parse", "HEAD"], path).stdout.strip()
-    head = git(["rev-parse", "HEAD"], path).stdout.strip()
+        commit = tree_git(tree, ["rev-parse", "HEAD"]).stdout.strip()
+    head = tree_git(tree, ["rev-parse", "HEAD"]).stdout.strip()
     return Outcome(tree, commit, head, changed_files(tree))
 
 
@@ -338,7 +395,8 @@ def finish_worktree(tree: Worktree, message: str) -> Outcome:
 
 
 def worktree_present(tree: Worktree) -> bool:
-    return (Path(tree.path) / ".git").exists()
+    """Whether the worktree has a `.git` (whatever it now is: `checked_link` judges that)."""
+    return os.path.lexists(Path(tree.path) / ".git")
 
 
 def branch_exists(tree: Worktree) -> bool:
@@ -348,11 +406,16 @@ def branch_exists(tree: Worktree) -> bool:
 
 def worktree_changes(tree: Worktree) -> list[str]:
     """`git status --porcelain` lines of the thread's worktree: work not committed."""
-    return git(["status", "--porcelain", "--untracked-files=normal"], tree.path).stdout.splitlines()
+    args = ["status", "--porcelain", "--untracked-files=normal", "--ignore-submodules=all"]
+    return tree_git(tree, args).stdout.splitlines()
 
 
 def remove_worktree(tree: Worktree) -> None:
-    """`git worktree remove`, never forced: git refuses a worktree with changes not committed."""
+    """`git worktree remove`, never forced: git refuses a worktree with changes not committed.
+
+    Git checks that by running `git status` through the worktree's `.git` file, so the link is
+    checked first: a worktree whose `.git` a role changed raises WorktreeTampered instead."""
+    checked_link(tree)
     git(["worktree", "remove", tree.path], tree.repo)
 
 

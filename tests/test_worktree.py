@@ -205,15 +205,29 @@ def test_a_folder_outside_git_is_used_in_place(
     assert (folder / "fix.txt").exists()
 
 
-def test_a_graph_that_only_reads_needs_no_worktree(
+def test_a_graph_that_only_reads_needs_no_worktree(tmp_path: Path) -> None:
+    text = GRAPH.replace("tools: [TOOLS]", "tools: [read]").replace(
+        "    actor: { command: [PYTHON, AGENT] }\n    sandbox: { writable: [STATE] }", ""
+    )
+    path = tmp_path / "reader.yaml"
+    path.write_text(textwrap.dedent(text).lstrip())
+    graph = load_graph(path)
+    assert graph.roles["worker"].actor == "anthropic"  # a model that reads: nothing to isolate
+    assert not needs_isolation(graph)
+
+
+def test_a_command_actor_gets_a_worktree_whatever_its_tools(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An agent process edits files without any tool set of ours (issue 22)."""
     graph_file = write_graph(tmp_path, "read")
-    assert not needs_isolation(load_graph(graph_file))
+    assert needs_isolation(load_graph(graph_file))
     repo = make_repo(tmp_path / "repo")
     result = run(["run", str(graph_file), "it", "--store", str(tmp_path / "s")], repo, monkeypatch)
     assert result.exit_code == 0, result.stderr
-    assert branches(repo) == ["main"]
+    assert not (repo / "fix.txt").exists()
+    (branch,) = [b for b in branches(repo) if b != "main"]
+    assert "fix.txt" in git(repo, "ls-tree", "--name-only", branch).split()
 
 
 def test_a_replay_makes_no_worktree(

@@ -10,6 +10,9 @@
 - Branches are kept unless `branches` is asked for, and even then a branch is deleted only when
   every commit on it is also on another branch (a local or remote-tracking one, other threads'
   branches aside): the thread's work is merged somewhere, or the thread committed nothing.
+- A worktree whose `.git` a role changed (it no longer links to the repository it was made
+  from) is reported and skipped, its branch too: git is never run in it, not even for a dry
+  run, since the `.git` would pick the repository, and the programs, git runs (`git_safe`).
 - The thread's worktree record (`worktrees/ID.json`) stays: a completed thread resumed later
   gets its worktree back from its branch; with the branch gone too, resuming says so.
 """

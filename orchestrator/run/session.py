@@ -57,6 +57,7 @@ from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from ..workspace_git import (
     Worktree,
     WorktreeError,
+    WorktreeTampered,
     commit_message,
     create_worktree,
     discard_worktree,
@@ -267,6 +268,7 @@ class Session:
             try:
                 if ensure_worktree(tree):
                     self.notify(f"recreated the thread's worktree {tree.path}")
+                    tree = self.worktree(thread_id) or tree
             except WorktreeError as exc:
                 raise SessionError(
                     f"the thread's worktree cannot be used: {exc}", usage=False
@@ -303,6 +305,9 @@ class Session:
         text = commit_message(graph.name, result.thread_id, state.inputs, result.final or "")
         try:
             return finish_worktree(tree, text).to_dict()
+        except WorktreeTampered as exc:  # nothing of it was committed, nor may git go there
+            self.notify(f"the thread's work was not committed on {tree.branch}: {exc}")
+            return where
         except WorktreeError as exc:
             self.notify(
                 f"could not commit the thread's work on {tree.branch}: {exc}; "
