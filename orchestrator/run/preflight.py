@@ -109,3 +109,19 @@ def unpriced_models(graph: Graph, override: str | None = None) -> str | None:
         f"under `prices:` in the models file {models_file_target()} (docs/models.md, "
         '"The models file"), or choose a model with a known price'
     )
+
+
+def plays_claude(graph: Graph, seen: set[str] | None = None) -> bool:
+    """Whether Claude plays some role of the graph or of a child graph (a subgraph role is
+    played by its child thread, not by Claude, whatever its `actor` default says)."""
+    seen = set() if seen is None else seen
+    seen.add(graph.hash)
+    for name, role in graph.roles.items():
+        if role.graph is None:
+            if role.actor == "anthropic":
+                return True
+            continue
+        child = graph.subgraph(name)
+        if child is not None and child.hash not in seen and plays_claude(child, seen):
+            return True
+    return False

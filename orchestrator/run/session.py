@@ -71,7 +71,7 @@ from ..workspace_git import (
 from .children import child_id
 from .options import ActorFor, RunOptions, ThreadResult
 from .preconditions import failing
-from .preflight import check_inputs, unpriced_models
+from .preflight import check_inputs, plays_claude, unpriced_models
 from .prune import Pruned, prune_worktrees
 from .runner import advance
 from .waiting import Question, answer_errors, question_of
@@ -485,20 +485,5 @@ class Session:
 
 def _check_credentials(graph: Graph) -> None:
     """Roles Claude plays need a key: refused before anything is recorded (run and resume)."""
-    if _plays_claude(graph, set()) and not env_credentials():
+    if plays_claude(graph) and not env_credentials():
         raise SessionError(NO_KEY)
-
-
-def _plays_claude(graph: Graph, seen: set[str]) -> bool:
-    """Whether Claude plays some role of the graph or of a child graph (a subgraph role is
-    played by its child thread, not by Claude, whatever its `actor` default says)."""
-    seen.add(graph.hash)
-    for name, role in graph.roles.items():
-        if role.graph is None:
-            if role.actor == "anthropic":
-                return True
-            continue
-        child = graph.subgraph(name)
-        if child is not None and child.hash not in seen and _plays_claude(child, seen):
-            return True
-    return False
