@@ -1,9 +1,10 @@
 """PID 1 of the fallback sandbox (`sandbox.py`, util-linux `unshare`): mounts, then the command.
 
 Run as `python -I -S _sandbox_init.py --chdir WS --setpriv PATH --size BYTES --rlimits
-NAME=VALUE,... [--hide-run] --writable PATH... -- ARGV...` by `unshare --pid --fork --mount-proc --mount --propagation private ...`, so it is PID
-1 of a new PID namespace and root of a new mount namespace (of a user namespace when the
-orchestrator is not root). Standard library only: it runs with `-I -S`, outside the package.
+NAME=VALUE,... [--hide-run] --writable PATH... -- ARGV...` by `unshare --pid --fork --mount-proc
+--mount --propagation private ...`, so it is PID 1 of a new PID namespace and root of a new mount
+namespace (of a user namespace when the orchestrator is not root). Standard library only: it
+runs with `-I -S`, outside the package.
 
 1. Hold each writable path (an `O_PATH` descriptor) before anything is mounted over it.
 2. A minimal `/dev` (tmpfs with the null, zero, full, random, urandom and tty nodes bound from the

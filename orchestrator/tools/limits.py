@@ -28,6 +28,7 @@ cgroup's counters, a SIGXFSZ exit, the command's own words) into the sentence a 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import itertools
@@ -39,6 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from ..spec.models import Sandbox
 
 Enforcement = Literal["cgroup", "rlimit"]
 FORCE_VARIABLE = "ORCHESTRATOR_SANDBOX_LIMITS_WITH"
@@ -79,6 +82,15 @@ class Limits:
     disk_mb: int = DEFAULT_DISK_MB
 
 
+def of(setting: Sandbox) -> Limits:
+    """The limits a role's `sandbox:` setting asks for, the defaults for those it leaves out."""
+    return Limits(
+        pids=setting.pids or DEFAULT_PIDS,
+        memory_mb=setting.memory_mb or DEFAULT_MEMORY_MB,
+        disk_mb=setting.disk_mb or DEFAULT_DISK_MB,
+    )
+
+
 def rlimits(limits: Limits, *, counted: bool) -> list[tuple[str, int]]:
     """The rlimits to set inside the sandbox; `counted`: a cgroup bounds processes and memory."""
     found = [("FSIZE", limits.disk_mb * MB)]
@@ -117,7 +129,7 @@ class Cgroup:
                 procs.write("0")
 
     def hit(self) -> tuple[bool, bool]:
-        """(processes, memory): whether the sandbox was refused a fork, or had a process OOM-killed."""
+        """(processes, memory): whether the sandbox was refused a fork, had a process OOM-killed."""
         pids = _counter(self.pids / "pids.events", "max")
         events = "memory.events" if self.version == 2 else "memory.oom_control"
         return pids > 0, _counter(self.memory / events, "oom_kill") > 0
@@ -327,6 +339,48 @@ def _say(what: str, amount: str, key: str, *, certain: bool) -> str:
     verb = "hit" if certain else "may have hit"
     raise_it = f"raise it with sandbox: {{{key}: ...}}"
     return f"the command {verb} the sandbox's {what} limit ({amount}; {raise_it})"
+
+
+# Run as `python -I -S -c JOIN FOLDER... -- ARGV...` before the sandbox, by callers that start
+# the process themselves (`sandbox.wrap`): into the cgroup, then the sandbox replaces it.
+JOIN = (
+    "import os, sys\n"
+    "split = sys.argv.index('--')\n"
+    "try:\n"
+    "    for folder in sys.argv[1:split]:\n"
+    "        with open(folder + '/cgroup.procs', 'w') as procs:\n"
+    "            procs.write('0')\n"
+    "    os.execv(sys.argv[split + 1], sys.argv[split + 1:])\n"
+    "except OSError as exc:\n"
+    "    sys.stderr.write(f'orchestrator sandbox: cannot start {sys.argv[split + 1]}: {exc}\\n')\n"
+    "    sys.exit(125)\n"
+)
+_loose: list[Cgroup] = []
+
+
+def joiner(group: Cgroup) -> list[str]:
+    """The argv prefix that moves the process into `group`, then runs the sandbox."""
+    return [sys.executable, "-I", "-S", "-c", JOIN, *(str(f) for f in group.folders()), "--"]
+
+
+def make_loose_cgroup(limits: Limits) -> Cgroup | None:
+    """A cgroup for a process started by someone else (an MCP server, Claude Code), whose end
+    the orchestrator does not see: emptied and removed when the orchestrator exits (or, were it
+    killed, by the next one's sweep)."""
+    group = make_cgroup(limits)
+    if group is not None:
+        if not _loose:
+            atexit.register(_remove_loose)
+        _loose.append(group)
+    return group
+
+
+def _remove_loose() -> None:
+    deadline = time.monotonic() + 2
+    while _loose and time.monotonic() < deadline:
+        _loose[:] = [group for group in _loose if not group.remove()]
+        if _loose:
+            time.sleep(0.01)
 
 
 _tracked: dict[int, tuple[Limits, Cgroup | None]] = {}

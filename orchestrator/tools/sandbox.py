@@ -40,6 +40,12 @@ through `setpriv` with no capabilities (empty bounding, inheritable and ambient 
 `no_new_privs`, `noroot` securebits). It does not replace `/dev` (the host's device nodes stay
 visible, read-only), which is the one difference from bubblewrap.
 
+Limits (`limits.py`, the role's `sandbox: {pids, memory_mb, disk_mb}`): every tmpfs of the
+sandbox's own is sized (`--size`, the init's `size=`), rlimits are set inside it, and `started`
+puts the sandbox's first process into a cgroup of its own where the machine gives one (`wrap`
+does it through a small step for callers that start the process themselves); `limit_hit` says
+afterwards which limit stopped a command.
+
 `mechanism()` finds out once per process what works here by running `true` in each; the
 environment variable `ORCHESTRATOR_SANDBOX_WITH` (`bwrap`, `unshare` or `none`) picks one for
 tests. When none works, the shell tool refuses to run and a command actor's step suspends,
@@ -113,13 +119,8 @@ def policy_for(setting: Sandbox | Literal["off"] | None, *, agent: bool) -> Poli
     if setting is None or isinstance(setting, str):
         setting = Sandbox()
     network = setting.network if setting.network is not None else agent
-    bounds = Limits(
-        pids=setting.pids or limiting.DEFAULT_PIDS,
-        memory_mb=setting.memory_mb or limiting.DEFAULT_MEMORY_MB,
-        disk_mb=setting.disk_mb or limiting.DEFAULT_DISK_MB,
-    )
     writable = tuple(expand(p) for p in setting.writable)
-    return Policy(network=network, writable=writable, limits=bounds)
+    return Policy(network=network, writable=writable, limits=limiting.of(setting))
 
 
 def expand(path: str) -> Path:
@@ -152,7 +153,13 @@ def _works(kind: str) -> bool:
         return False
     with tempfile.TemporaryDirectory(prefix="orchestrator-sandbox-probe-") as ws:
         try:
-            argv = wrap(["true"], workspace=Path(ws), policy=Policy(), kind=kind)  # type: ignore[arg-type]
+            argv = wrap(
+                ["true"],
+                workspace=Path(ws),
+                policy=Policy(),
+                kind=kind,  # type: ignore[arg-type]
+                counted=False,
+            )
             done = subprocess.run(argv, capture_output=True, timeout=20, env=_probe_env())
         except (OSError, subprocess.SubprocessError, SandboxUnavailable):
             return False
@@ -187,13 +194,13 @@ def wrap(
     policy: Policy,
     kind: Mechanism | None = None,
     lifeline: int | None = None,
-    counted: bool = False,
+    counted: bool | None = None,
 ) -> list[str]:
     """`argv` run inside the sandbox; SandboxUnavailable when none can be made.
 
     With `lifeline` (a pipe's read end, passed to the process), the command is stopped once
-    that pipe has no writer left (see `started`). `counted`: the caller puts the sandbox in a
-    cgroup that bounds its processes and memory (`limits.py`), so rlimits need not."""
+    that pipe has no writer left (see `started`). `counted`: whether the caller put the sandbox
+    in a cgroup (`limits.py`); None: a cgroup of its own (`limits.make_loose_cgroup`) if any."""
     kind = kind or mechanism()
     if kind is None:
         raise SandboxUnavailable("no sandbox can be made on this machine: " + INSTALL_HINT)
@@ -204,6 +211,9 @@ def wrap(
             + ", ".join(str(p) for p in missing)
         )
     ws = Path(os.path.realpath(workspace))
+    group = limiting.make_loose_cgroup(policy.limits) if counted is None else None
+    counted = group is not None if counted is None else counted
+    join = limiting.joiner(group) if group is not None else []
     rlimits = limiting.rlimit_text(policy.limits, counted=counted)
     if kind == "bwrap":  # the fallback's init sets them itself
         argv = [*limiting.shim(policy.limits, counted=counted), *argv]
@@ -212,8 +222,8 @@ def wrap(
         argv = [bash, "-p", "-c", LIFELINE_CHECK, str(lifeline), *argv]
     readable = visible_through(argv, ws, policy)
     if kind == "bwrap":
-        return _bwrap(argv, ws, policy, readable)
-    return _unshare(argv, ws, policy, readable, rlimits)
+        return join + _bwrap(argv, ws, policy, readable)
+    return join + _unshare(argv, ws, policy, readable, rlimits)
 
 
 def hidden_roots(policy: Policy) -> tuple[Path, ...]:
@@ -458,7 +468,7 @@ def kill_group(process: asyncio.subprocess.Process) -> None:
 
 
 def _prepare(parent: int, tie: bool, group: limiting.Cgroup | None) -> None:
-    """In the child, before exec: join the sandbox's cgroup, and tie the child to the orchestrator."""
+    """In the child, before exec: join the sandbox's cgroup, tie the child to the orchestrator."""
     if group is not None:
         group.join()
     if tie:

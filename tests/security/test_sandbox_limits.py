@@ -12,8 +12,10 @@ limit shows as a failed assertion, not as a machine brought down.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -130,6 +132,40 @@ def test_control_a_few_processes_fit_under_the_limit(
     text, error = forks(ws, 10, pids=24)
     assert made(text) == 10 and not error, text
     assert "limit" not in text
+
+
+WRAPPED = """
+import json, os, subprocess, sys
+from pathlib import Path
+from orchestrator.spec.models import Sandbox
+from orchestrator.tools import limits, sandbox
+ws, n = Path(sys.argv[1]), sys.argv[2]
+policy = sandbox.policy_for(Sandbox(pids=24), agent=True)
+argv = sandbox.wrap([sys.executable, "forks.py"], workspace=ws, policy=policy)
+done = subprocess.run(argv, cwd=ws, capture_output=True, text=True, timeout=60)
+print(json.dumps([done.stdout + done.stderr, [str(f) for g in limits._loose for f in g.folders()]]))
+"""
+
+
+def test_a_process_its_caller_starts_is_bounded_too(
+    mechanism: str, processes_bounded: None, ws: Path
+) -> None:
+    """An MCP server or Claude Code (`wrap`, started by their own clients) gets a cgroup too,
+    joined before the sandbox starts, and removed when the orchestrator exits. Attack: 200
+    forks under `pids: 24`; control: 10."""
+    for n, bounded in ((200, True), (10, False)):
+        (ws / "forks.py").write_text(FORKS.format(n=n))
+        done = subprocess.run(
+            [sys.executable, "-c", WRAPPED, str(ws), str(n)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=os.environ,
+        )
+        assert done.returncode == 0, done.stderr
+        text, folders = json.loads(done.stdout)
+        assert (made(text) < 24) if bounded else (made(text) == n), text
+        assert not any(Path(folder).exists() for folder in folders), folders  # removed at exit
 
 
 # ---------------------------------------------------------------------- memory
