@@ -28,6 +28,7 @@ import ctypes
 import errno
 import os
 import resource
+import signal
 import stat
 import sys
 
@@ -172,6 +173,7 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         fail(f"fork: {exc.strerror}")
     if child == 0:
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the command must not
         try:
             os.execv(setpriv, [setpriv, *caps, "--", *command])
         except OSError as exc:

@@ -14,7 +14,8 @@ memory_mb: N, disk_mb: N}`), defaults 512 processes, 2048 MB, 1024 MB:
   becomes bubblewrap or unshare. It counts every process of the sandbox together, root or not,
   and its counters (`pids.events`, the `oom_kill` count) say afterwards which limit was hit. The
   cgroup is emptied and removed when the sandbox ends;
-- else with rlimits set inside the sandbox: RLIMIT_DATA (per process, not the sum) and
+- else with rlimits set inside the sandbox (by util-linux `prlimit`, or a few lines of Python,
+  under bubblewrap; by the fallback's init): RLIMIT_DATA (per process, not the sum) and
   RLIMIT_NPROC, which counts the processes of the sandbox's user namespace but which Linux does
   not enforce for root: an orchestrator running as root on a machine without a writable cgroup
   has no bound on processes (the pid namespace still dies whole with the sandbox).
@@ -33,6 +34,8 @@ import contextlib
 import functools
 import itertools
 import os
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,9 +54,11 @@ MB = 1024 * 1024
 
 # Run as `python -I -S -c RLIMIT_SHIM NAME=VALUE,... ARGV...` inside bubblewrap (the fallback's
 # init sets them itself): the limits are set inside the sandbox's user namespace, where
-# RLIMIT_NPROC counts the sandbox's processes only, then the command replaces the shim.
+# RLIMIT_NPROC counts the sandbox's processes only, then the command replaces the shim, with
+# SIGXFSZ back to its default (Python ignores it), as it would be under `prlimit`.
 RLIMIT_SHIM = (
-    "import os, resource, sys\n"
+    "import os, resource, signal, sys\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
     "for item in filter(None, sys.argv[1].split(',')):\n"
     "    name, value = item.split('=')\n"
     "    kind = getattr(resource, 'RLIMIT_' + name)\n"
@@ -96,15 +101,26 @@ def rlimits(limits: Limits, *, counted: bool) -> list[tuple[str, int]]:
     found = [("FSIZE", limits.disk_mb * MB)]
     if not counted:
         found += [("NPROC", limits.pids), ("DATA", limits.memory_mb * MB)]
-    return found
+    return [(name, _under_hard(name, value)) for name, value in found]
+
+
+def _under_hard(name: str, value: int) -> int:
+    """`value`, or the orchestrator's own hard limit when lower: the sandbox inherits that one,
+    and a process without privileges cannot raise it."""
+    hard = resource.getrlimit(getattr(resource, "RLIMIT_" + name))[1]
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
 def rlimit_text(limits: Limits, *, counted: bool) -> str:
     return ",".join(f"{name}={value}" for name, value in rlimits(limits, counted=counted))
 
 
-def shim(limits: Limits, *, counted: bool) -> list[str]:
-    """The argv prefix that sets the rlimits inside bubblewrap, then runs the command."""
+def shim(limits: Limits, *, counted: bool, prlimit: str | None = "") -> list[str]:
+    """The argv prefix that sets the rlimits inside bubblewrap, then runs the command:
+    util-linux `prlimit` where installed (`prlimit`: its path; "": look it up), else Python."""
+    found = shutil.which("prlimit") if prlimit == "" else prlimit
+    if found:
+        return [found, *(f"--{n.lower()}={v}" for n, v in rlimits(limits, counted=counted)), "--"]
     return [sys.executable, "-I", "-S", "-c", RLIMIT_SHIM, rlimit_text(limits, counted=counted)]
 
 

@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -243,9 +244,9 @@ def test_a_file_over_the_size_limit_cannot_be_written_in_the_workspace(
 ) -> None:
     """Attack: a 100 MB file in the workspace with `disk_mb: 16` stops at 16 MB (RLIMIT_FSIZE)."""
     text, error = shell(ws, "head -c 100M /dev/zero > big", disk_mb=16)
-    assert "File too large" in text, text
+    assert "File size limit exceeded" in text and "[exit code 153]" in text, text  # SIGXFSZ
     assert (ws / "big").stat().st_size <= 16 << 20
-    assert error and "disk limit (16 MB" in text
+    assert error and "the command hit the sandbox's disk limit (16 MB" in text
 
 
 def test_control_a_file_under_the_limit_is_written(mechanism: str, ws: Path) -> None:
@@ -257,6 +258,24 @@ def test_control_a_file_under_the_limit_is_written(mechanism: str, ws: Path) -> 
 
 
 # ---------------------------------------------------------------------- settings
+
+
+@pytest.mark.parametrize("prlimit", ["", None], ids=["prlimit", "python"])
+def test_both_ways_of_setting_rlimits_set_them(prlimit: str | None, tmp_path: Path) -> None:
+    """Under bubblewrap the rlimits are set by util-linux `prlimit`, or by Python without it;
+    either way a write past the file size limit ends the command by SIGXFSZ."""
+    shim = limiting.shim(limiting.Limits(30, 300, 3), counted=False, prlimit=prlimit)
+    assert ("prlimit" in shim[0]) == (prlimit == "")
+    seen = subprocess.run(
+        [*shim, "bash", "-c", "ulimit -f; ulimit -u; ulimit -d"], capture_output=True, text=True
+    )
+    assert seen.stdout.split() == [str(3 * 1024), "30", str(300 * 1024)], seen
+    counted = limiting.shim(limiting.Limits(30, 300, 3), counted=True, prlimit=prlimit)
+    seen = subprocess.run([*counted, "bash", "-c", "ulimit -f"], capture_output=True, text=True)
+    assert seen.stdout.split() == [str(3 * 1024)], seen
+    with open(tmp_path / "f", "wb") as out:
+        big = subprocess.run([*counted, "head", "-c", "5M", "/dev/zero"], stdout=out)
+    assert big.returncode == -signal.SIGXFSZ and (tmp_path / "f").stat().st_size == 3 << 20
 
 
 def test_the_defaults_apply_without_a_setting(mechanism: str, ws: Path) -> None:
