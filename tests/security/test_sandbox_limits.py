@@ -299,6 +299,28 @@ def test_each_sandbox_gets_its_own_cgroup_and_it_is_removed(
         assert not list(parent.glob(f"{limiting.PREFIX}{os.getpid()}-*"))
 
 
+def test_cgroups_a_killed_orchestrator_left_are_swept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next orchestrator removes the (empty) cgroups of one that is gone; a live one's stay."""
+    bounded_by_cgroup(monkeypatch)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    parents = limiting._parents()
+    assert parents is not None
+    left = [parent / f"{limiting.PREFIX}{gone.pid}-0" for parent in {parents[1], parents[2]}]
+    alive = [parent / f"{limiting.PREFIX}{os.getpid()}-999" for parent in {parents[1], parents[2]}]
+    for folder in left + alive:
+        folder.mkdir()
+    try:
+        limiting.reset()
+        assert limiting.enforcement() == "cgroup"
+        assert not any(folder.exists() for folder in left)
+        assert all(folder.exists() for folder in alive)
+    finally:
+        for folder in left + alive:
+            if folder.exists():
+                folder.rmdir()
+
+
 BAD = ["0", "-1", "'64'", "2.5", "true", "null-ish"]
 
 
