@@ -427,12 +427,13 @@ async def started(
                 lifeline=reader if lifeline else None,
                 counted=group is not None,
             )
+        prepare = functools.partial(_prepare, os.getpid(), tie, group) if tie or group else None
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=str(workspace),
                 start_new_session=True,
-                preexec_fn=functools.partial(_prepare, os.getpid(), tie, group),
+                preexec_fn=prepare,
                 pass_fds=(reader,) if lifeline else (),
                 **options,
             )
