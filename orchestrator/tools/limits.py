@@ -13,7 +13,9 @@ memory_mb: N, disk_mb: N}`), defaults 512 processes, 2048 MB, 1024 MB:
   with `pids.max` and `memory.max` (no swap), which the sandbox's first process joins before it
   becomes bubblewrap or unshare. It counts every process of the sandbox together, root or not,
   and its counters (`pids.events`, the `oom_kill` count) say afterwards which limit was hit. The
-  cgroup is emptied and removed when the sandbox ends;
+  cgroup is emptied and removed when the sandbox ends (one for a process the orchestrator does
+  not start itself, an MCP server or Claude Code, when the orchestrator exits; one a killed
+  orchestrator left, by the next orchestrator's sweep);
 - else with rlimits set inside the sandbox (by util-linux `prlimit`, or a few lines of Python,
   under bubblewrap; by the fallback's init): RLIMIT_DATA (per process, not the sum) and
   RLIMIT_NPROC, which counts the processes of the sandbox's user namespace but which Linux does
@@ -21,8 +23,8 @@ memory_mb: N, disk_mb: N}`), defaults 512 processes, 2048 MB, 1024 MB:
   has no bound on processes (the pid namespace still dies whole with the sandbox).
 
 `enforcement()` decides once per process (like `sandbox.mechanism()`) by making, filling and
-removing a probe cgroup; the environment variable `ORCHESTRATOR_SANDBOX_LIMITS_WITH` (`cgroup`
-or `rlimit`) picks one for tests. `limit_hit` turns what is known after the command ended (the
+removing a probe cgroup; the environment variable `ORCHESTRATOR_SANDBOX_LIMITS_WITH=rlimit`
+forces rlimits where a cgroup could be made (tests). `limit_hit` turns what is known after the command ended (the
 cgroup's counters, a SIGXFSZ exit, the command's own words) into the sentence a role is shown.
 """
 
@@ -117,7 +119,8 @@ def rlimit_text(limits: Limits, *, counted: bool) -> str:
 
 def shim(limits: Limits, *, counted: bool, prlimit: str | None = "") -> list[str]:
     """The argv prefix that sets the rlimits inside bubblewrap, then runs the command:
-    util-linux `prlimit` where installed (`prlimit`: its path; "": look it up), else Python."""
+    util-linux `prlimit` where installed (`prlimit`: its path, "" to look it up, None for
+    none), else Python."""
     found = shutil.which("prlimit") if prlimit == "" else prlimit
     if found:
         return [found, *(f"--{n.lower()}={v}" for n, v in rlimits(limits, counted=counted)), "--"]
