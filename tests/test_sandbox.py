@@ -502,7 +502,8 @@ def test_graph_hash_unchanged_by_the_default_setting(make_graph: Callable[..., G
     off = make_graph(SANDBOXED.replace("SANDBOX", "sandbox: off"))
     assert plain.hash != off.hash
     data = plain.model_dump(mode="json")
-    assert data["roles"]["dev"]["sandbox"] == {"network": None, "writable": []}
+    unset = {"pids": None, "memory_mb": None, "disk_mb": None}  # the limits (their own tests)
+    assert data["roles"]["dev"]["sandbox"] == {"network": None, "writable": [], **unset}
 
 
 def test_sandbox_problem(

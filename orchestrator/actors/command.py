@@ -12,7 +12,9 @@ runs in the role's sandbox: its own PID namespace and `/proc`, the filesystem re
 the workspace and the role's `sandbox: writable:` paths (an agent's config folder), network on
 unless the role says `network: false`. When no sandbox can be made the step suspends saying so,
 unless the role says `sandbox: off`. The process dies with the orchestrator (PR_SET_PDEATHSIG,
-kept through the sandbox), and a timeout kills its whole process group and sandbox.
+kept through the sandbox), and a timeout kills its whole process group and sandbox. The
+sandbox's limits (`tools/limits.py`) bound its processes, memory and disk; a process stopped by
+one suspends the step with a sentence naming the limit and the `sandbox:` key that raises it.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class CommandProcessActor:
                 env=env,
             ) as proc:
                 out, err = await self._communicate(proc, prompt, name)
+                hit = sandboxing.limit_hit(proc, err[-8000:].decode(errors="replace"))
         except sandboxing.SandboxUnavailable as exc:
             raise ActorError(
                 f"role {request.role_name!r} was not started: {exc}", "sandbox"
@@ -85,7 +88,8 @@ class CommandProcessActor:
             # Redact the whole of stderr before keeping its tail: a cut cannot show a prefix.
             tail = secrets.redact(err.decode(errors="replace")).strip().splitlines()[-5:]
             detail = (": " + " / ".join(tail)) if tail else ""
-            raise ActorError(f"`{name}` exited with status {proc.returncode}{detail}", "process")
+            said = f"`{name}` exited with status {proc.returncode}{detail}"
+            raise ActorError(said + (f" ({hit})" if hit else ""), "process")
         return ActReply(
             text=secrets.redact(out.decode(errors="replace")), message=secrets.redact(prompt)
         )

@@ -60,6 +60,18 @@ class Sandbox(_Frozen):
         description="paths outside the workspace the process may write (absolute or ~/...), "
         "e.g. an agent's config folder; each must exist",
     )
+    # Limits (orchestrator/tools/limits.py); None: the default there (512, 2048 MB, 1024 MB).
+    pids: Annotated[int, Field(strict=True, gt=0)] | None = Field(
+        None, description="most processes at once in the sandbox (default 512)"
+    )
+    memory_mb: Annotated[int, Field(strict=True, gt=0)] | None = Field(
+        None, description="most memory of the sandbox's processes together, in MB (default 2048)"
+    )
+    disk_mb: Annotated[int, Field(strict=True, gt=0)] | None = Field(
+        None,
+        description="largest file the processes may write, and most each of the sandbox's own "
+        "temporary folders (/tmp, /dev/shm) holds, in MB (default 1024)",
+    )
 
 
 class Requirement(_Frozen):
@@ -394,6 +406,10 @@ class Graph(_Frozen):
             else:  # the child's content is part of what the thread is pinned to
                 child = self._subgraphs.get(name)
                 role["graph_hash"] = child.hash if child is not None else None
+            if isinstance(role.get("sandbox"), dict):  # the limits keys, when not given
+                for key in ("pids", "memory_mb", "disk_mb"):
+                    if role["sandbox"].get(key) is None:
+                        del role["sandbox"][key]
             if role.get("sandbox") == {"network": None, "writable": []}:
                 del role["sandbox"]
             if role.get("requires") == []:

@@ -1,20 +1,23 @@
 """PID 1 of the fallback sandbox (`sandbox.py`, util-linux `unshare`): mounts, then the command.
 
-Run as `python -I -S _sandbox_init.py --chdir WS --setpriv PATH [--hide-run] --writable PATH...
--- ARGV...` by `unshare --pid --fork --mount-proc --mount --propagation private ...`, so it is PID
-1 of a new PID namespace and root of a new mount namespace (of a user namespace when the
-orchestrator is not root). Standard library only: it runs with `-I -S`, outside the package.
+Run as `python -I -S _sandbox_init.py --chdir WS --setpriv PATH --size BYTES --rlimits
+NAME=VALUE,... [--hide-run] --writable PATH... -- ARGV...` by `unshare --pid --fork --mount-proc
+--mount --propagation private ...`, so it is PID 1 of a new PID namespace and root of a new mount
+namespace (of a user namespace when the orchestrator is not root). Standard library only: it
+runs with `-I -S`, outside the package.
 
 1. Hold each writable path (an `O_PATH` descriptor) before anything is mounted over it.
 2. A minimal `/dev` (tmpfs with the null, zero, full, random, urandom and tty nodes bound from the
    host, a new devpts instance, its own `/dev/shm`), an empty `/tmp`, and, without network, an
-   empty `/run`.
+   empty `/run`; `/tmp`, `/dev/shm` and `/run` hold at most `--size` bytes each (`limits.py`).
 3. The writable paths, and the readable ones (the command's files and the workspace's git
    metadata that lie under the new `/tmp` or `/run`), bound onto themselves from the held
    descriptors.
 4. Every other mount remounted read-only (its nosuid/nodev/noexec flags kept); a mount that may
    not be remounted fails the start (exit 125) rather than stay writable.
-5. Start the command through `setpriv` with no capabilities and `no_new_privs`, wait for it while
+5. Set the rlimits (`--rlimits`, e.g. `FSIZE=1073741824,NPROC=512`) here, inside the user
+   namespace, where RLIMIT_NPROC counts the sandbox's processes only.
+6. Start the command through `setpriv` with no capabilities and `no_new_privs`, wait for it while
    reaping orphans, and exit with its status. When this process dies, the kernel kills every
    process left in the namespace.
 """
@@ -24,6 +27,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import resource
+import signal
 import stat
 import sys
 
@@ -38,6 +43,7 @@ MOUNT_FLAGS = {
     "nodiratime": MS_NODIRATIME,
     "relatime": MS_RELATIME,
 }
+VALUED = ("--writable", "--readable", "--chdir", "--setpriv", "--size", "--rlimits")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -74,7 +80,7 @@ def mount_points() -> list[tuple[str, int]]:
     return found
 
 
-def make_dev(held_devices: dict[str, int]) -> None:
+def make_dev(held_devices: dict[str, int], size: str) -> None:
     mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")
     for name, fd in held_devices.items():
         path = f"/dev/{name}"
@@ -87,7 +93,7 @@ def make_dev(held_devices: dict[str, int]) -> None:
     )
     os.symlink("pts/ptmx", "/dev/ptmx")
     os.mkdir("/dev/shm")
-    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + size)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
         os.symlink(target, f"/dev/{name}")
     os.symlink("/proc/self/fd/1", "/dev/stdout")
@@ -110,15 +116,19 @@ def main(argv: list[str]) -> int:
     options, command = argv[:split], argv[split + 1 :]
     writable: list[str] = []
     readable: list[str] = []
-    chdir, setpriv, hide_run = "/", "setpriv", False
+    chdir, setpriv, hide_run, size, rlimits = "/", "setpriv", False, "", ""
     i = 0
     while i < len(options):
         if options[i] == "--hide-run":
             hide_run = True
-        elif options[i] in ("--writable", "--readable", "--chdir", "--setpriv"):
+        elif options[i] in VALUED:
             value = options[i + 1]
             i += 1
-            if options[i - 1] == "--writable":
+            if options[i - 1] == "--size":
+                size = f",size={value}"
+            elif options[i - 1] == "--rlimits":
+                rlimits = value
+            elif options[i - 1] == "--writable":
                 writable.append(value)
             elif options[i - 1] == "--readable":
                 readable.append(value)
@@ -133,8 +143,8 @@ def main(argv: list[str]) -> int:
         devices = {name: os.open(f"/dev/{name}", os.O_PATH) for name in DEVICES}
         scratch = ["/tmp"] + (["/run"] if hide_run and os.path.isdir("/run") else [])
         for path in scratch:
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-        make_dev(devices)
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + size)
+        make_dev(devices, size)
         for path, fd in shown + held:  # the readable ones are made read-only below
             bind(path, fd)
         keep = [*writable, *scratch, "/dev"]
@@ -148,6 +158,12 @@ def main(argv: list[str]) -> int:
                     continue
                 fail(f"cannot make {point} read-only: {exc.strerror}")
         os.chdir(chdir)
+        for item in filter(None, rlimits.split(",")):
+            name, value = item.split("=")
+            kind = getattr(resource, "RLIMIT_" + name)
+            hard = resource.getrlimit(kind)[1]  # never above it: an unprivileged user cannot
+            limit = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
+            resource.setrlimit(kind, (limit, limit))
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror}")
     caps = ["--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--no-new-privs"]
@@ -157,6 +173,7 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         fail(f"fork: {exc.strerror}")
     if child == 0:
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the command must not
         try:
             os.execv(setpriv, [setpriv, *caps, "--", *command])
         except OSError as exc:

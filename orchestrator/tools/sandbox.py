@@ -40,6 +40,12 @@ through `setpriv` with no capabilities (empty bounding, inheritable and ambient 
 `no_new_privs`, `noroot` securebits). It does not replace `/dev` (the host's device nodes stay
 visible, read-only), which is the one difference from bubblewrap.
 
+Limits (`limits.py`, the role's `sandbox: {pids, memory_mb, disk_mb}`): every tmpfs of the
+sandbox's own is sized (`--size`, the init's `size=`), rlimits are set inside it, and `started`
+puts the sandbox's first process into a cgroup of its own where the machine gives one (`wrap`
+does it through a small step for callers that start the process themselves); `limit_hit` says
+afterwards which limit stopped a command.
+
 `mechanism()` finds out once per process what works here by running `true` in each; the
 environment variable `ORCHESTRATOR_SANDBOX_WITH` (`bwrap`, `unshare` or `none`) picks one for
 tests. When none works, the shell tool refuses to run and a command actor's step suspends,
@@ -63,6 +69,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..spec.models import CommandActor, Role, Sandbox
+from . import limits as limiting
+from .limits import Limits
 
 if TYPE_CHECKING:
     from ..spec.models import Graph
@@ -101,6 +109,7 @@ class Policy:
 
     network: bool = False
     writable: tuple[Path, ...] = ()
+    limits: Limits = Limits()
 
 
 def policy_for(setting: Sandbox | Literal["off"] | None, *, agent: bool) -> Policy | None:
@@ -110,7 +119,8 @@ def policy_for(setting: Sandbox | Literal["off"] | None, *, agent: bool) -> Poli
     if setting is None or isinstance(setting, str):
         setting = Sandbox()
     network = setting.network if setting.network is not None else agent
-    return Policy(network=network, writable=tuple(expand(p) for p in setting.writable))
+    writable = tuple(expand(p) for p in setting.writable)
+    return Policy(network=network, writable=writable, limits=limiting.of(setting))
 
 
 def expand(path: str) -> Path:
@@ -143,7 +153,13 @@ def _works(kind: str) -> bool:
         return False
     with tempfile.TemporaryDirectory(prefix="orchestrator-sandbox-probe-") as ws:
         try:
-            argv = wrap(["true"], workspace=Path(ws), policy=Policy(), kind=kind)  # type: ignore[arg-type]
+            argv = wrap(
+                ["true"],
+                workspace=Path(ws),
+                policy=Policy(),
+                kind=kind,  # type: ignore[arg-type]
+                counted=False,
+            )
             done = subprocess.run(argv, capture_output=True, timeout=20, env=_probe_env())
         except (OSError, subprocess.SubprocessError, SandboxUnavailable):
             return False
@@ -158,6 +174,7 @@ def reset() -> None:
     """Forget what was probed (tests that change PATH or the forcing variable)."""
     _works.cache_clear()
     lifeline_shell.cache_clear()
+    limiting.reset()
 
 
 @functools.cache
@@ -177,11 +194,13 @@ def wrap(
     policy: Policy,
     kind: Mechanism | None = None,
     lifeline: int | None = None,
+    counted: bool | None = None,
 ) -> list[str]:
     """`argv` run inside the sandbox; SandboxUnavailable when none can be made.
 
     With `lifeline` (a pipe's read end, passed to the process), the command is stopped once
-    that pipe has no writer left (see `started`)."""
+    that pipe has no writer left (see `started`). `counted`: whether the caller put the sandbox
+    in a cgroup (`limits.py`); None: a cgroup of its own (`limits.make_loose_cgroup`) if any."""
     kind = kind or mechanism()
     if kind is None:
         raise SandboxUnavailable("no sandbox can be made on this machine: " + INSTALL_HINT)
@@ -192,13 +211,19 @@ def wrap(
             + ", ".join(str(p) for p in missing)
         )
     ws = Path(os.path.realpath(workspace))
+    group = limiting.make_loose_cgroup(policy.limits) if counted is None else None
+    counted = group is not None if counted is None else counted
+    join = limiting.joiner(group) if group is not None else []
+    rlimits = limiting.rlimit_text(policy.limits, counted=counted)
+    if kind == "bwrap":  # the fallback's init sets them itself
+        argv = [*limiting.shim(policy.limits, counted=counted), *argv]
     bash = lifeline_shell()
     if lifeline is not None and bash is not None:
         argv = [bash, "-p", "-c", LIFELINE_CHECK, str(lifeline), *argv]
     readable = visible_through(argv, ws, policy)
     if kind == "bwrap":
-        return _bwrap(argv, ws, policy, readable)
-    return _unshare(argv, ws, policy, readable)
+        return join + _bwrap(argv, ws, policy, readable)
+    return join + _unshare(argv, ws, policy, readable, rlimits)
 
 
 def hidden_roots(policy: Policy) -> tuple[Path, ...]:
@@ -258,15 +283,17 @@ def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> l
     args += ["--cap-drop", "ALL"]
     if not policy.network:
         args.append("--unshare-net")
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    size = limiting.bwrap_size(bwrap, policy.limits)  # before each tmpfs of the sandbox's own
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", *size, "--tmpfs", "/dev/shm"]
+    args += ["--proc", "/proc"]
     # bwrap covers these itself on Linux; said again because not every kernel honours that
     # (gVisor lets a capability-less root write /proc/sys through bwrap's own cover).
     args += ["--ro-bind", "/proc/sys", "/proc/sys"]
     for part in ("sysrq-trigger", "irq", "bus"):
         args += ["--ro-bind-try", f"/proc/{part}", f"/proc/{part}"]
-    args += ["--tmpfs", "/tmp"]
+    args += [*size, "--tmpfs", "/tmp"]
     if not policy.network:
-        args += ["--tmpfs", "/run"]
+        args += [*size, "--tmpfs", "/run"]
     for path in readable:
         args += ["--ro-bind", str(path), str(path)]
     for path in (ws, *policy.writable):
@@ -274,7 +301,9 @@ def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> l
     return [*args, "--chdir", str(ws), "--", *argv]
 
 
-def _unshare(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
+def _unshare(
+    argv: list[str], ws: Path, policy: Policy, readable: list[Path], rlimits: str
+) -> list[str]:
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
     if unshare is None or setpriv is None:
         raise SandboxUnavailable(
@@ -287,6 +316,7 @@ def _unshare(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) ->
     if os.geteuid() != 0:
         args += ["--user", "--map-root-user"]
     init = [sys.executable, "-I", "-S", str(INIT_SCRIPT), "--chdir", str(ws), "--setpriv", setpriv]
+    init += ["--size", str(policy.limits.disk_mb * limiting.MB), "--rlimits", rlimits]
     if not policy.network:
         init.append("--hide-run")
     for path in readable:
@@ -375,8 +405,11 @@ async def started(
     group is killed if the process is still running, then the lifeline is let go."""
     reader = writer = -1
     process: asyncio.subprocess.Process | None = None
+    group: limiting.Cgroup | None = None
     try:
         kind = mechanism() if policy is not None else None
+        if kind is not None and policy is not None:
+            group = limiting.make_cgroup(policy.limits)
         lifeline = kind is not None and lifeline_shell() is not None
         # bubblewrap ties itself to the orchestrator (`--die-with-parent`) just before it lets
         # the sandbox's init go on; killed earlier than that by a tie of ours, it would leave
@@ -392,18 +425,24 @@ async def started(
                 policy=policy,
                 kind=kind,
                 lifeline=reader if lifeline else None,
+                counted=group is not None,
             )
+        prepare = functools.partial(_prepare, os.getpid(), tie, group) if tie or group else None
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=str(workspace),
                 start_new_session=True,
-                preexec_fn=functools.partial(die_with_parent, os.getpid()) if tie else None,
+                preexec_fn=prepare,
                 pass_fds=(reader,) if lifeline else (),
                 **options,
             )
         except OSError as exc:
             raise CannotStart(exc.strerror or str(exc)) from None
+        except subprocess.SubprocessError:  # _prepare failed: the cgroup could not be joined
+            raise CannotStart("it could not join its sandbox's cgroup") from None
+        if policy is not None:
+            limiting.track(process.pid, policy.limits, group)
         if lifeline:
             os.close(reader)
             reader = -1
@@ -414,12 +453,27 @@ async def started(
         for fd in (reader, writer):
             if fd >= 0:
                 os.close(fd)
+        if process is not None:
+            limiting.untrack(process.pid)
+        if group is not None:
+            await limiting.remove(group)
+
+
+limit_hit = limiting.process_hit  # which limit stopped a process `started` ran, or None
 
 
 def kill_group(process: asyncio.subprocess.Process) -> None:
     """Kill the process's session (it leads one: `started`), whatever of it is still there."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+def _prepare(parent: int, tie: bool, group: limiting.Cgroup | None) -> None:
+    """In the child, before exec: join the sandbox's cgroup, tie the child to the orchestrator."""
+    if group is not None:
+        group.join()
+    if tie:
+        die_with_parent(parent)
 
 
 def die_with_parent(parent: int) -> None:

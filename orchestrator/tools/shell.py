@@ -17,6 +17,8 @@ does nothing, because every command already starts fresh.
   network unless the role's `sandbox: {network: true}`. When no sandbox can be made the tool
   refuses with an error result; `sandbox: off` runs the command unconfined, with a warning on
   the orchestrator's stderr.
+- Limits: the sandbox bounds processes, memory and disk (`limits.py`); a command that hit one
+  gets an error result that names the limit and the `sandbox:` key that raises it.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class Shell:
         kept = bytearray()
         dropped = 0
         timed_out = False
+        hit: str | None = None
         try:
             async with sandboxing.started(
                 ["bash", "-c", command],
@@ -96,6 +99,7 @@ class Shell:
                     timed_out = True
                     sandboxing.kill_group(proc)
                     await proc.wait()
+                hit = sandboxing.limit_hit(proc, kept[-8000:].decode("utf-8", errors="replace"))
         except sandboxing.SandboxUnavailable as exc:
             return f"the command was not run: {exc}", True
         except sandboxing.CannotStart as exc:
@@ -109,12 +113,13 @@ class Shell:
             more = f"{cut} more characters" if cut else ""
             more += (", " if cut and dropped else "") + (f"{dropped} more bytes" if dropped else "")
             text += f"\n… [output cut: {more}; narrow the command, e.g. with head or grep]"
+        limit = f"\n[{hit}]" if hit else ""
         if timed_out:
             note = f"[command timed out after {self.timeout:g} s; its process group was killed]"
-            return (text + "\n" + note).strip(), True
+            return (text + "\n" + note + limit).strip(), True
         code = proc.returncode
         if not text.strip():
             text = "(no output)"
         if code:
             text += f"\n[exit code {code}]"
-        return text, False
+        return text + limit, hit is not None
