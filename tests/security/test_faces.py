@@ -1,0 +1,229 @@
+"""Orchestrator's faces cannot be used to answer for a person or to reach too far (FORMAT 22).
+
+`orchestrator serve`: every request needs the token printed at start, on loopback too, and a
+request that changes something needs the server's own `Origin`. The first attack is the one
+that worked before: a command a role runs, in the real sandbox (bubblewrap, and the unshare
+fallback) with its network on, posts an answer to another thread's waiting person. Its control
+is the same post with the token and the Origin, which is taken; and with `--no-token` (the
+defence switched off) the same command answers.
+
+`orchestrator mcp`: see test_faces_mcp.py.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from orchestrator import get_thread
+from orchestrator.tools import sandbox as sandboxing
+from tests.cli_helpers import Project
+from tests.test_answer_cli import GRAPH as HUMAN_GRAPH
+from tests.test_answer_cli import PROPOSAL
+from tests.web_helpers import Served, served
+
+# A command actor that posts a person's answer to the page, as any local process could.
+POKE = """
+import http.client, sys, urllib.parse
+sys.stdin.read()
+url, token, origin = sys.argv[1:4]
+parts = urllib.parse.urlsplit(url)
+headers = {"Content-Type": "application/x-www-form-urlencoded"}
+if token:
+    headers["Authorization"] = "token " + token
+if origin:
+    headers["Origin"] = origin
+try:
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    connection.request("POST", parts.path, body="step=2&status=yes&field.budget=5",
+                       headers=headers)
+    code = connection.getresponse().status
+except OSError:
+    code = 0
+print("---\\n$status: tried\\ncode: %d\\n---\\n" % code)
+"""
+
+POKE_GRAPH = """
+name: poke
+description: A command that posts to the web page.
+roles:
+  poker:
+    description: Posts
+    goal: Post.
+    actor: { command: [PYTHON, SCRIPT, URL, TOKEN, ORIGIN] }
+    frontmatter:
+      type: object
+      properties: { $status: { const: tried }, code: { type: integer } }
+      required: [$status, code]
+graph:
+  $START: { _: { role: poker, prompt: go } }
+  poker: { tried: { role: $END, prompt: "code {{code}}" } }
+"""
+
+
+@pytest.fixture(params=["bwrap", "unshare"])
+def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(sandboxing.FORCE_VARIABLE, request.param)
+    sandboxing.reset()
+    assert sandboxing.mechanism() == request.param, f"{request.param} cannot make a sandbox here"
+    yield request.param
+    sandboxing.reset()
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> Iterator[tuple[Project, str]]:
+    """A project whose thread waits for a person (step 2, the boss)."""
+    project = Project(tmp_path)
+    project.graph(HUMAN_GRAPH, "approve")
+    project.script(worker=[PROPOSAL])
+    assert project.run("run", "approve", "owls").returncode == 3
+    yield project, project.threads()[0]["id"]
+
+
+def poke(project: Project, url: str, token: str = "", origin: str = "") -> int:
+    """Run the poking command as a role, in the sandbox; the HTTP status it got."""
+    script = project.root / "poke.py"
+    script.write_text(POKE)
+    text = POKE_GRAPH.replace("SCRIPT", json.dumps(str(script))).replace("URL", json.dumps(url))
+    project.graph(
+        text.replace("TOKEN", json.dumps(token)).replace("ORIGIN", json.dumps(origin)), "poke"
+    )
+    out = project.run("run", "poke", "go", "--json")
+    assert out.returncode == 0, out.stderr
+    return int(json.loads(out.stdout.splitlines()[-1])["final"].split()[-1])
+
+
+def state_of(project: Project, thread_id: str, until: str | None = None) -> str:
+    for _ in range(200):
+        state = get_thread(thread_id, store=project.store).state
+        if until is None or state == until:
+            return state
+        time.sleep(0.1)
+    return state
+
+
+def test_a_sandboxed_command_cannot_answer_a_waiting_person(
+    waiting: tuple[Project, str], mechanism: str
+) -> None:
+    project, thread_id = waiting
+    with served(project.store, env=project.env()) as server:
+        answer = f"{server.base}threads/{thread_id}/answer"
+        assert poke(project, answer) == 401  # attack: no token
+        assert poke(project, answer, origin=server.origin) == 401  # a forged Origin alone
+        assert state_of(project, thread_id) == "waiting"
+
+        # control: the same post with the token and the server's Origin is taken
+        assert poke(project, answer, server.token, server.origin) == 303
+        assert state_of(project, thread_id, until="completed") == "completed"
+    assert get_thread(thread_id, store=project.store).steps[-1].frontmatter["budget"] == 5
+
+
+def test_without_the_token_the_same_command_answers(
+    waiting: tuple[Project, str], mechanism: str
+) -> None:
+    """The attack itself, with the defence switched off (`--no-token`): a local process can
+    send any Origin it likes, so only the token stops it."""
+    project, thread_id = waiting
+    server = Served(project.store, "--no-token", env=project.env())
+    try:
+        assert "?token=" not in server.url
+        answer = f"{server.base}threads/{thread_id}/answer"
+        assert poke(project, answer, origin=server.origin) == 303
+        assert state_of(project, thread_id, until="completed") == "completed"
+    finally:
+        errors = server.stop()
+    assert "warning: --no-token" in errors
+
+
+def call(
+    server: Served, path: str, headers: dict[str, str] | None = None, method: str = "GET"
+) -> http.client.HTTPResponse:
+    where = urlsplit(server.base)
+    connection = http.client.HTTPConnection(where.hostname or "", where.port, timeout=30)
+    body = b"" if method == "POST" else None
+    connection.request(method, path, body=body, headers=headers or {})
+    response = connection.getresponse()
+    if response.getheader("content-type", "").startswith("text/event-stream"):
+        connection.close()  # a live feed never ends: its status is what is asked
+    else:
+        response.read()
+    return response
+
+
+def test_the_thread_list_needs_the_token(waiting: tuple[Project, str]) -> None:
+    project, thread_id = waiting
+    with served(project.store, env=project.env()) as server:
+        refused = call(server, "/")
+        assert refused.status == 401  # attack: a local process reads the threads
+        assert call(server, "/events").status == 401  # the live feeds too
+        assert call(server, f"/threads/{thread_id}/events").status == 401
+        assert call(server, "/static/app.js").status == 401
+        assert call(server, f"/?token=not-{server.token}").status == 401
+        assert call(server, "/", {"Cookie": f"orchestrator-token-1={server.token}"}).status == 401
+
+        login = call(server, f"/?token={server.token}&state=waiting")
+        assert login.status == 303  # control: the printed address, then the page without it
+        assert login.headers["location"] == "/?state=waiting"
+        cookie = login.headers["set-cookie"]
+        port = urlsplit(server.base).port
+        assert (
+            cookie == f"orchestrator-token-{port}={server.token}; Path=/; HttpOnly; SameSite=Strict"
+        )
+        with_cookie = {"Cookie": cookie.split(";", 1)[0]}
+        assert call(server, "/?state=waiting", with_cookie).status == 200
+        assert call(server, f"/threads/{thread_id}/events", with_cookie).status == 200
+        assert call(server, "/", {"Authorization": f"token {server.token}"}).status == 200
+
+
+def test_a_post_needs_the_servers_own_origin(waiting: tuple[Project, str]) -> None:
+    project, thread_id = waiting
+    with served(project.store, env=project.env()) as server:
+        cancel = f"/threads/{thread_id}/cancel"
+        token = {"Authorization": f"token {server.token}"}
+        for origin in ("http://attacker.example", "null", f"{server.origin}.attacker.example"):
+            assert call(server, cancel, {**token, "Origin": origin}, "POST").status == 403
+        assert call(server, cancel, token, "POST").status == 403  # no Origin at all
+        assert call(server, cancel, {"Origin": server.origin}, "POST").status == 401
+        assert state_of(project, thread_id) == "waiting"
+
+        assert call(server, cancel, server.headers(), "POST").status == 303  # control
+    assert state_of(project, thread_id) == "cancelled"
+
+
+def test_no_token_is_refused_off_loopback(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "serve", "--store", str(tmp_path / "s")]
+        + ["--host", "0.0.0.0", "--port", "0", "--no-token"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 2
+    assert "--no-token is for a loopback address only" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_token_from_the_environment_is_used_and_checked(tmp_path: Path) -> None:
+    env = {**os.environ, "ORCHESTRATOR_SERVE_TOKEN": "a-token-for-scripts-0123"}
+    with served(tmp_path / "s", env=env) as server:
+        assert server.token == "a-token-for-scripts-0123"
+        assert call(server, "/", server.headers()).status == 200
+    bad = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "serve", "--store", str(tmp_path / "s")],
+        env={**env, "ORCHESTRATOR_SERVE_TOKEN": "short"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert bad.returncode == 2 and "ORCHESTRATOR_SERVE_TOKEN must be" in bad.stderr
