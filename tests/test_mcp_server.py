@@ -107,16 +107,17 @@ def data_of(result: Any) -> Any:
     return json.loads(text_of(result))
 
 
-def run_session(tmp_path: Path, script: Any) -> Any:
+def run_session(tmp_path: Path, script: Any, *flags: str) -> Any:
+    """`script(session, project)` against a server started in `project` with `flags`."""
     project = tmp_path / "project"
-    (project / "graphs").mkdir(parents=True)
+    (project / "graphs").mkdir(parents=True, exist_ok=True)
     (project / "graphs" / "ask.yaml").write_text(ASK)
     (project / "graphs" / "broken.yaml").write_text(BROKEN)
     (project / "graphs" / "flaky.yaml").write_text(FLAKY)
     (project / "graphs" / "flaky.py").write_text(FLAKY_PY)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "orchestrator", "mcp", "--store", str(tmp_path / "store")],
+        args=["-m", "orchestrator", "mcp", "--store", str(tmp_path / "store"), *flags],
         cwd=str(project),
         env={"ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "PYTHONPATH": str(REPO)},
     )
@@ -136,6 +137,8 @@ def run_session(tmp_path: Path, script: Any) -> Any:
 def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
     workspace = tmp_path / "sample-repo"
     shutil.copytree(SAMPLE, workspace)
+    recording = tmp_path / RECORDING.name  # workspaces and recordings: in an allowed folder
+    shutil.copy(RECORDING, recording)
     seen: dict[str, Any] = {}
 
     async def script(session: ClientSession, project: Path) -> None:
@@ -152,7 +155,7 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
         solved = data_of(
             await session.call_tool(
                 "start_thread",
-                {"graph": "solve-issue", "workspace": str(workspace), "replay": str(RECORDING)},
+                {"graph": "solve-issue", "workspace": str(workspace), "replay": str(recording)},
             )
         )
         seen["solved"] = solved
@@ -235,7 +238,7 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
         )
         seen["listed"] = data_of(await session.call_tool("list_threads", {}))
 
-    run_session(tmp_path, script)
+    run_session(tmp_path, script, "--allow-workspace", str(tmp_path))
 
     assert {
         "list_graphs",

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from .confine import Confinement, Refusal
 from .operations import DEFAULT_WAIT, OperationFailed, Operations
 
 T = TypeVar("T")
@@ -35,7 +36,7 @@ def _tool_errors(function: Callable[..., Awaitable[T]]) -> Callable[..., Awaitab
     async def wrapper(*args: Any, **kwargs: Any) -> T:
         try:
             return await function(*args, **kwargs)
-        except OperationFailed as exc:
+        except (OperationFailed, Refusal) as exc:
             raise ToolError(exc.message) from None
         except ToolError:
             raise
@@ -46,23 +47,27 @@ def _tool_errors(function: Callable[..., Awaitable[T]]) -> Callable[..., Awaitab
 
 
 def build_server(
-    store: str | os.PathLike[str] | None = None, cwd: Path | None = None
+    store: str | os.PathLike[str] | None = None,
+    cwd: Path | None = None,
+    confinement: Confinement | None = None,
 ) -> tuple[MCPServer, Operations]:
-    ops = Operations(store, cwd)
+    ops = Operations(store, cwd, confinement)
     server = MCPServer("orchestrator", instructions=INSTRUCTIONS)
 
     @server.tool()
     @_tool_errors
     async def list_graphs() -> list[dict[str, Any]]:
-        """The graphs that can be run: those in ./graphs of the server's folder, then the
-        bundled ones, each with its description and the JSON Schema of its inputs."""
+        """The graphs that can be run: those in ./graphs of the server's folder, the bundled
+        ones, and those of folders the server was told to allow, each with its description and
+        the JSON Schema of its inputs. No other graph can be validated or started."""
         return await ops.list_graphs()
 
     @server.tool()
     @_tool_errors
     async def validate_graph(graph: str) -> dict[str, Any]:
-        """Check a graph (a name, or a path to its YAML file) and list its problems, each with
-        file, line, column, code and message."""
+        """Check a graph (a name, or a path to its YAML file in one of the graph folders
+        list_graphs shows) and list its problems, each with file, line, column, code and
+        message."""
         return await ops.validate_graph(graph)
 
     @server.tool()
@@ -79,10 +84,10 @@ def build_server(
         """Start a thread of a graph with its inputs and run it.
 
         Args:
-            graph: a graph name, or a path to its YAML file
+            graph: a graph name, or a path to its YAML file in a graph folder (list_graphs)
             inputs: the thread's inputs (see list_graphs for each graph's schema)
-            workspace: the folder the roles work in (default: the server's folder)
-            replay: a recording file to replay instead of calling models
+            workspace: the folder the roles work in, inside the server's folder (its default)
+            replay: a recording file inside the server's folder, replayed instead of models
             in_place: work in the folder itself, not in a git worktree of its own
             model: a model every role is played on
             wait_seconds: how long to wait for the thread to stop before answering 'running'
@@ -162,9 +167,11 @@ def build_server(
     return server, ops
 
 
-async def serve(store: str | os.PathLike[str] | None = None) -> None:
+async def serve(
+    store: str | os.PathLike[str] | None = None, confinement: Confinement | None = None
+) -> None:
     """Serve on stdin and stdout until the client goes away."""
-    server, ops = build_server(store)
+    server, ops = build_server(store, confinement=confinement)
     try:
         await server.run_stdio_async()
     finally:

@@ -7,7 +7,10 @@ fallback) with its network on, posts an answer to another thread's waiting perso
 is the same post with the token and the Origin, which is taken; and with `--no-token` (the
 defence switched off) the same command answers.
 
-`orchestrator mcp`: see test_faces_mcp.py.
+`orchestrator mcp`, driven by the `mcp` package's own client: a graph, a workspace or a
+recording named by the agent must be in the folders the server was given; a graph with
+`sandbox: off` runs only with `--allow-unsandboxed`. The controls are the same calls on a
+server given the folder or the flag.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -29,6 +33,7 @@ from orchestrator.tools import sandbox as sandboxing
 from tests.cli_helpers import Project
 from tests.test_answer_cli import GRAPH as HUMAN_GRAPH
 from tests.test_answer_cli import PROPOSAL
+from tests.test_mcp_server import ASK, data_of, run_session, text_of
 from tests.web_helpers import Served, served
 
 # A command actor that posts a person's answer to the page, as any local process could.
@@ -227,3 +232,137 @@ def test_a_token_from_the_environment_is_used_and_checked(tmp_path: Path) -> Non
         stdin=subprocess.DEVNULL,
     )
     assert bad.returncode == 2 and "ORCHESTRATOR_SERVE_TOKEN must be" in bad.stderr
+
+
+# ---------------------------------------------------------------------- orchestrator mcp
+
+UNCONFINED = """
+name: unconfined
+description: A command run unconfined.
+roles:
+  runner:
+    description: Runs
+    goal: Run.
+    actor: { command: [PYTHON, "-c", SCRIPT] }
+    sandbox: off
+    frontmatter: { type: object, properties: { $status: { const: done } }, required: [$status] }
+graph:
+  $START: { _: { role: runner, prompt: go } }
+  runner: { done: { role: $END, prompt: "ran unconfined" } }
+"""
+SAY_DONE = "import sys; sys.stdin.read(); print('---\\n$status: done\\n---')"
+PARENT = """
+name: parent
+description: Runs the unconfined graph as a child.
+roles:
+  child: { description: Runs it, graph: unconfined }
+graph:
+  $START: { _: { role: child, prompt: go } }
+  child: { done: { role: $END, prompt: "child done" } }
+"""
+MARKER = "secretmarker-7f3a"
+# A graph whose problem tells a key of the file: what validate_graph would leak of any YAML.
+LEAKY = f"name: leaky\ndescription: d\nroles: {{}}\ngraph: {{}}\n{MARKER}: 1\n"
+
+
+def mcp_session(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]], *flags: str) -> list[Any]:
+    """The results of `calls` made in order by the `mcp` client to a server with `flags`."""
+    results: list[Any] = []
+
+    async def script(session: Any, project: Path) -> None:
+        unconfined = UNCONFINED.replace("PYTHON", json.dumps(sys.executable))
+        (project / "graphs" / "unconfined.yaml").write_text(
+            unconfined.replace("SCRIPT", json.dumps(SAY_DONE))
+        )
+        (project / "graphs" / "parent.yaml").write_text(PARENT)
+        for name, arguments in calls:
+            results.append(await session.call_tool(name, arguments))
+
+    run_session(tmp_path, script, *flags)
+    return results
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the project (outside it), with a runnable graph and a leaky one; the
+    project's graphs/ links to the runnable one."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "evil.yaml").write_text(ASK.replace("name: ask", "name: evil"))
+    (folder / "leaky.yaml").write_text(LEAKY)
+    (tmp_path / "project" / "graphs").mkdir(parents=True)
+    (tmp_path / "project" / "graphs" / "link.yaml").symlink_to(folder / "evil.yaml")
+    return folder
+
+
+def test_mcp_starts_no_graph_from_outside_the_graph_folders(tmp_path: Path, outside: Path) -> None:
+    evil = str(outside / "evil.yaml")
+    start = {"inputs": {"task": "x"}}
+    refused = mcp_session(
+        tmp_path,
+        [
+            ("start_thread", {"graph": evil, **start}),  # attack: an absolute path
+            ("start_thread", {"graph": "graphs/../../outside/evil.yaml", **start}),
+            ("start_thread", {"graph": "link", **start}),  # a link out of graphs/
+            ("start_thread", {"graph": "graphs/link.yaml", **start}),
+            ("start_thread", {"graph": "ask", "workspace": str(outside), **start}),
+            ("start_thread", {"graph": "solve-issue", "replay": "/etc/passwd"}),
+            ("list_threads", {}),
+            ("start_thread", {"graph": "ask", **start}),  # controls: a project graph,
+            ("validate_graph", {"graph": "solve-issue"}),  # and a bundled one
+        ],
+    )
+    for result in refused[:6]:
+        assert result.is_error and "refused" in text_of(result), text_of(result)
+    assert "graphs are taken only from" in text_of(refused[0])
+    assert str(tmp_path / "project" / "graphs") in text_of(refused[0])
+    assert "--allow-workspace" in text_of(refused[4])
+    assert data_of(refused[6]) == []  # nothing was started
+    assert data_of(refused[7])["state"] == "waiting"
+    assert data_of(refused[8])["valid"] is True
+
+    allowed = mcp_session(  # control: the folder allowed, its graph starts
+        tmp_path / "again",
+        [("start_thread", {"graph": evil, **start})],
+        "--allow-graphs",
+        str(outside),
+    )
+    assert data_of(allowed[0])["state"] == "waiting"
+
+
+def test_mcp_validate_reads_no_file_outside(tmp_path: Path, outside: Path) -> None:
+    leaky = str(outside / "leaky.yaml")
+    results = mcp_session(
+        tmp_path,
+        [
+            ("validate_graph", {"graph": "/etc/passwd"}),
+            ("validate_graph", {"graph": leaky}),
+            ("validate_graph", {"graph": "../outside/leaky.yaml"}),
+        ],
+    )
+    for result in results:
+        text = text_of(result)
+        assert result.is_error and "refused" in text, text
+        assert MARKER not in text and "root:" not in text
+
+    control = mcp_session(
+        tmp_path / "again", [("validate_graph", {"graph": leaky})], "--allow-graphs", str(outside)
+    )
+    assert MARKER in json.dumps(data_of(control[0]))  # what the refusal keeps from the caller
+
+
+def test_mcp_runs_an_unconfined_graph_only_when_allowed(tmp_path: Path) -> None:
+    calls = [
+        ("start_thread", {"graph": "unconfined", "inputs": {"task": "x"}}),
+        ("start_thread", {"graph": "parent", "inputs": {"task": "x"}}),
+        ("list_threads", {}),
+    ]
+    refused = mcp_session(tmp_path, calls)
+    assert refused[0].is_error and "sandbox: off" in text_of(refused[0])
+    assert "--allow-unsandboxed" in text_of(refused[0])
+    assert refused[1].is_error and "child/runner" in text_of(refused[1])
+    assert data_of(refused[2]) == []
+
+    allowed = mcp_session(tmp_path / "again", calls[:1], "--allow-unsandboxed")
+    assert data_of(allowed[0])["state"] == "completed"
+    assert data_of(allowed[0])["final"] == "ran unconfined"
