@@ -1,4 +1,4 @@
-"""Orchestrator's faces cannot be used to answer for a person or to reach too far (FORMAT 22).
+"""Orchestrator's faces cannot be used to answer for a person or to reach too far.
 
 `orchestrator serve`: every request needs the token printed at start, on loopback too, and a
 request that changes something needs the server's own `Origin`. The first attack is the one
