@@ -366,3 +366,92 @@ def test_mcp_runs_an_unconfined_graph_only_when_allowed(tmp_path: Path) -> None:
     allowed = mcp_session(tmp_path / "again", calls[:1], "--allow-unsandboxed")
     assert data_of(allowed[0])["state"] == "completed"
     assert data_of(allowed[0])["final"] == "ran unconfined"
+
+
+GATE = """
+name: gate
+description: A person approves, then a command runs unconfined.
+roles:
+  boss:
+    description: Approves
+    goal: Approve.
+    actor: human
+    frontmatter: { type: object, properties: { $status: { const: go } }, required: [$status] }
+  runner:
+    description: Runs
+    goal: Run.
+    actor: { command: [PYTHON, "-c", SCRIPT] }
+    sandbox: off
+    frontmatter: { type: object, properties: { $status: { const: done } }, required: [$status] }
+graph:
+  $START: { _: { role: boss, prompt: "Go?" } }
+  boss: { go: { role: runner, prompt: run } }
+  runner: { done: { role: $END, prompt: "ran unconfined" } }
+"""
+
+
+def gate_waiting(root: Path) -> str:
+    """A thread of `gate` started on the command line in root/project, waiting for the boss."""
+    graphs = root / "project" / "graphs"
+    graphs.mkdir(parents=True)
+    text = GATE.replace("PYTHON", json.dumps(sys.executable))
+    (graphs / "gate.yaml").write_text(text.replace("SCRIPT", json.dumps(SAY_DONE)))
+    run = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "gate", "go", "--json"]
+        + ["--store", str(root / "store")],
+        cwd=root / "project",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 3, run.stderr
+    return str(json.loads(run.stdout.splitlines()[-1])["thread"])
+
+
+def test_mcp_answers_no_unconfined_thread_started_elsewhere(tmp_path: Path) -> None:
+    """A thread of a `sandbox: off` graph started on the command line waits for a person: the
+    agent cannot answer it (and so run the command) through the server without the flag."""
+    thread_id = gate_waiting(tmp_path)
+    refused = mcp_session(
+        tmp_path,
+        [
+            ("answer_thread", {"thread": thread_id, "status": "go"}),
+            ("resume_thread", {"thread": thread_id}),
+        ],
+    )
+    for result in refused:
+        assert result.is_error and "--allow-unsandboxed" in text_of(result), text_of(result)
+    assert get_thread(thread_id, store=tmp_path / "store").state == "waiting"
+
+    again = gate_waiting(tmp_path / "again")  # control: the server allows it
+    allowed = mcp_session(
+        tmp_path / "again",
+        [("answer_thread", {"thread": again, "status": "go"})],
+        "--allow-unsandboxed",
+    )
+    assert data_of(allowed[0])["final"] == "ran unconfined"
+
+
+def test_open_puts_the_token_on_no_command_line(tmp_path: Path) -> None:
+    """`serve --open` hands the browser a file only this user can read, which leads on to the
+    address with the token; the browser's command line, which any process can read, has no
+    token."""
+    seen = tmp_path / "browser.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(
+        "import sys, pathlib, os\n"
+        "page = pathlib.Path(sys.argv[1].removeprefix('file://'))\n"
+        f"pathlib.Path({str(seen)!r}).write_text("
+        "sys.argv[1] + '\\n' + oct(os.stat(page).st_mode & 0o777) + '\\n' + page.read_text())\n"
+    )
+    env = {**os.environ, "BROWSER": f"{sys.executable} {browser} %s"}
+    with served(tmp_path / "store", "--open", env=env) as server:
+        for _ in range(200):
+            if seen.exists() and seen.read_text().count("\n") >= 2:
+                break
+            time.sleep(0.05)
+        argument, mode, page = seen.read_text().split("\n", 2)
+        assert server.token not in argument and argument.startswith("file://")
+        assert mode == "0o600"
+        assert f"{server.base}?token={server.token}" in page
