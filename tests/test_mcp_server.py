@@ -107,16 +107,17 @@ def data_of(result: Any) -> Any:
     return json.loads(text_of(result))
 
 
-def run_session(tmp_path: Path, script: Any) -> Any:
+def run_session(tmp_path: Path, script: Any, *flags: str) -> Any:
+    """`script(session, project)` against a server started in `project` with `flags`."""
     project = tmp_path / "project"
-    (project / "graphs").mkdir(parents=True)
+    (project / "graphs").mkdir(parents=True, exist_ok=True)
     (project / "graphs" / "ask.yaml").write_text(ASK)
     (project / "graphs" / "broken.yaml").write_text(BROKEN)
     (project / "graphs" / "flaky.yaml").write_text(FLAKY)
     (project / "graphs" / "flaky.py").write_text(FLAKY_PY)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "orchestrator", "mcp", "--store", str(tmp_path / "store")],
+        args=["-m", "orchestrator", "mcp", "--store", str(tmp_path / "store"), *flags],
         cwd=str(project),
         env={"ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "PYTHONPATH": str(REPO)},
     )
@@ -136,6 +137,8 @@ def run_session(tmp_path: Path, script: Any) -> Any:
 def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
     workspace = tmp_path / "sample-repo"
     shutil.copytree(SAMPLE, workspace)
+    recording = tmp_path / RECORDING.name  # workspaces and recordings: in an allowed folder
+    shutil.copy(RECORDING, recording)
     seen: dict[str, Any] = {}
 
     async def script(session: ClientSession, project: Path) -> None:
@@ -152,7 +155,7 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
         solved = data_of(
             await session.call_tool(
                 "start_thread",
-                {"graph": "solve-issue", "workspace": str(workspace), "replay": str(RECORDING)},
+                {"graph": "solve-issue", "workspace": str(workspace), "replay": str(recording)},
             )
         )
         seen["solved"] = solved
@@ -235,7 +238,7 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
         )
         seen["listed"] = data_of(await session.call_tool("list_threads", {}))
 
-    run_session(tmp_path, script)
+    run_session(tmp_path, script, "--allow-workspace", str(tmp_path))
 
     assert {
         "list_graphs",
@@ -299,3 +302,43 @@ def _no_recording_change() -> Any:
     before = RECORDING.read_bytes()
     yield
     assert RECORDING.read_bytes() == before
+
+
+READ_ONLY = {"list_graphs", "validate_graph", "thread_state", "thread_story", "list_threads"}
+
+
+def test_the_tools_describe_themselves_and_their_arguments(tmp_path: Path) -> None:
+    """Each argument has a description of its own, each tool says whether it reads or
+    destroys, the server names its version, and a missing or wrong argument is told plainly."""
+    import importlib.metadata  # why: only this test asks the installed version
+
+    seen: dict[str, Any] = {}
+
+    async def script(session: ClientSession, project: Path) -> None:
+        seen["init"] = await session.initialize()  # the handshake's answer, kept by the client
+        seen["tools"] = (await session.list_tools()).tools
+        seen["missing"] = await session.call_tool("start_thread", {})
+        seen["wrong"] = await session.call_tool("thread_story", {"thread": "x", "full": "maybe"})
+
+    run_session(tmp_path, script)
+    assert seen["init"].server_info.version == importlib.metadata.version("orchestrator")
+    tools = {t.name: t for t in seen["tools"]}
+    for tool in tools.values():
+        for name, schema in tool.input_schema.get("properties", {}).items():
+            assert schema.get("description"), f"{tool.name}({name}) has no description"
+        assert "Args:" not in (tool.description or ""), tool.name
+        assert tool.annotations is not None, tool.name
+    for name in READ_ONLY:
+        assert tools[name].annotations.read_only_hint is True, name
+    for name in set(tools) - READ_ONLY:
+        assert tools[name].annotations.read_only_hint is False, name
+    assert tools["cancel_thread"].annotations.destructive_hint is True
+    assert tools["start_thread"].annotations.destructive_hint is False
+
+    missing = text_of(seen["missing"])
+    assert seen["missing"].is_error
+    assert "start_thread needs the argument 'graph'" in missing, missing
+    assert "validation error" not in missing and "pydantic" not in missing
+    wrong = text_of(seen["wrong"])
+    assert seen["wrong"].is_error and "thread_story: the argument 'full'" in wrong, wrong
+    assert "pydantic" not in wrong

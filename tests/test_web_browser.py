@@ -89,7 +89,7 @@ def test_a_thread_page_shows_every_step_and_draws_the_path(tmp_path: Path, page:
     store = tmp_path / "store"
     thread_id = replayed(store)
     with served(store) as server:
-        page.goto(f"{server.base}threads/{thread_id}")
+        page.goto(server.at(f"threads/{thread_id}"))
         steps = page.locator("details.step")
         roles = ["planner", "developer", "reviewer", "developer", "reviewer", "tester"]
         statuses = ["ready", "done", "rejected", "done", "approved", "passed"]
@@ -156,7 +156,7 @@ def test_a_running_thread_updates_without_a_reload(
         try:
             thread_id = _first_thread(store)
             with served(store) as server:
-                page.goto(f"{server.base}threads/{thread_id}")
+                page.goto(server.at(f"threads/{thread_id}"))
                 expect(page.locator("#live")).to_have_text("live")
                 page.evaluate("window.notReloaded = true")
                 expect(page.locator(".facts [data-state]")).to_have_text("running")
@@ -267,7 +267,7 @@ def test_resume_and_cancel_buttons(
         fake.reply_text("---\n$status: drafted\ndraft: second try\n---\n")
         fake.reply_text(APPROVED)
         with served(store, env=_env_of(fake)) as server:
-            page.goto(f"{server.base}threads/{result.thread_id}")
+            page.goto(server.at(f"threads/{result.thread_id}"))
             expect(page.locator(".banner.stopped")).to_contain_text("refused today")
             page.locator('form.resume textarea[name="message"]').fill("try again")
             page.locator("form.resume button").click()
@@ -281,7 +281,7 @@ def test_resume_and_cancel_buttons(
     assert project.run("run", "approve", "owls").returncode == 3
     thread_id = project.threads()[0]["id"]
     with served(project.store, env=project.env()) as server:
-        page.goto(f"{server.base}threads/{thread_id}")
+        page.goto(server.at(f"threads/{thread_id}"))
         page.once("dialog", lambda dialog: dialog.accept())
         page.locator("form.cancel button").click()
         expect(page.locator(".facts [data-state]")).to_have_text("cancelled")
@@ -304,7 +304,7 @@ def test_a_non_loopback_bind_refuses_requests_without_the_token(tmp_path: Path, 
         assert any("needs this token" in line for line in server.lines)
         port = server.base.rsplit(":", 1)[1].rstrip("/")
         local = f"http://127.0.0.1:{port}/"
-        token = server.url.split("?token=", 1)[1]
+        token = server.token
 
         response = page.goto(local)
         assert response.status == 401
@@ -313,13 +313,18 @@ def test_a_non_loopback_bind_refuses_requests_without_the_token(tmp_path: Path, 
         assert page.goto(f"{local}static/app.js").status == 401
         assert page.goto(f"{local}?token=not-{token}").status == 401
 
-        assert page.goto(f"{local}?token={token}").status == 200
+        assert page.goto(f"{local}?token={token}&state=completed").status == 200
+        assert page.url == f"{local}?state=completed"  # the token is not left in the address
         expect(page.locator(f'tr[data-thread="{thread_id}"]')).to_have_count(1)
         page.locator(f'a[href="/threads/{thread_id}"]').click()  # the cookie carries it on
         expect(page.locator("details.step")).to_have_count(6)
         expect(page.locator("#live")).to_have_text("live")
 
-        for headers, status in (({}, 401), ({"Authorization": f"Bearer {token}"}, 200)):
+        for headers, status in (
+            ({}, 401),
+            ({"Authorization": f"Bearer {token}"}, 200),
+            ({"Authorization": f"token {token}"}, 200),
+        ):
             assert _status(f"{local}threads/{thread_id}/events", headers) == status
         assert _status(f"{local}threads/{thread_id}/cancel", {}, post=True) == 401
     assert get_thread(thread_id, store=store).state == "completed"
@@ -329,11 +334,12 @@ def test_a_loopback_bind_answers_only_loopback_host_names(tmp_path: Path) -> Non
     store = tmp_path / "store"
     replayed(store)
     with served(store) as server:
-        assert "token" not in server.url
-        assert _status(server.base, {}) == 200
-        assert _status(server.base, {"Host": "attacker.example"}) == 403
-        origin = {"Origin": "http://attacker.example"}
-        assert _status(f"{server.base}threads/x/cancel", origin, post=True) == 403
+        assert "?token=" in server.url  # on loopback too
+        assert _status(server.base, {}) == 401
+        assert _status(server.base, server.headers()) == 200
+        assert _status(server.base, server.headers(Host="attacker.example")) == 403
+        foreign = server.headers(Origin="http://attacker.example")
+        assert _status(f"{server.base}threads/x/cancel", foreign, post=True) == 403
 
 
 def _status(url: str, headers: dict[str, str], *, post: bool = False) -> int:

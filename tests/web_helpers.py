@@ -48,7 +48,8 @@ def chromium() -> Iterator[Any]:
 
 
 class Served:
-    """`orchestrator serve` running in a process of its own; `url` is what it printed."""
+    """`orchestrator serve` running in a process of its own; `url` is what it printed (the
+    address with `?token=`), `base` that address without it, `token` the token."""
 
     def __init__(
         self,
@@ -83,7 +84,19 @@ class Served:
                 self.url = found.group(1)
             if "Ctrl-C" in line:  # the last line printed before serving
                 break
-        self.base = self.url.split("?", 1)[0]
+        self.base, _, query = self.url.partition("?")
+        self.token = query.removeprefix("token=")
+        self.origin = self.base.rstrip("/")
+
+    def at(self, path: str) -> str:
+        """The address of `path` with the token: a browser's first visit, which sets the
+        cookie and is sent on to the same address without it."""
+        joiner = "&" if "?" in path else "?"
+        return f"{self.base}{path}{joiner}token={self.token}" if self.token else self.base + path
+
+    def headers(self, **more: str) -> dict[str, str]:
+        """What a program sends: the token, and the server's own Origin (needed by a POST)."""
+        return {"Authorization": f"token {self.token}", "Origin": self.origin, **more}
 
     def stop(self) -> str:
         self.process.terminate()

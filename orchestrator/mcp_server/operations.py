@@ -10,6 +10,10 @@ Threads run in this process, in the background: `start_thread`, `answer_thread` 
 person, fail) and otherwise answer `running`; `thread_state` tells later how it went. They live
 in the same store as the command line's threads, so `orchestrator threads ...` sees them too.
 When the server stops, a thread still running is interrupted and can be resumed.
+
+Every graph, workspace and recording a caller names passes `Confinement` (confine.py) before
+it is read: graphs come only from the graph folders, workspaces and recordings only from the
+server's folder, and a graph with an unconfined role runs only where the server allows it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..spec.loader import GRAPH_SUFFIXES, bundled_graphs_dir, load_graph
 from ..spec.models import Graph
 from ..store.base import StoreError, ThreadBusy
 from ..story import story_json, story_text
+from .confine import Confinement, inside
 
 DEFAULT_WAIT = 60.0
 
@@ -44,9 +49,15 @@ class OperationFailed(Exception):
 
 
 class Operations:
-    def __init__(self, store: str | os.PathLike[str] | None = None, cwd: Path | None = None):
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | None = None,
+        cwd: Path | None = None,
+        confinement: Confinement | None = None,
+    ):
         self.store_dir = store
         self.cwd = (cwd or Path.cwd()).resolve()
+        self.confine = confinement or Confinement.of(self.cwd)
         self.notes: list[str] = []
         self._session: Session | None = None
         self._running: dict[str, asyncio.Task[ThreadResult]] = {}
@@ -60,13 +71,21 @@ class Operations:
     # ------------------------------------------------------------------ graphs
 
     async def list_graphs(self) -> list[dict[str, Any]]:
-        """The graphs in ./graphs of the server's folder, then the bundled ones."""
+        """The graphs in ./graphs of the server's folder, the bundled ones, then those of the
+        folders `--allow-graphs` added."""
         found: dict[str, dict[str, Any]] = {}
-        for folder, origin in ((self.cwd / "graphs", "project"), (bundled_graphs_dir(), "bundled")):
+        bundled = bundled_graphs_dir().resolve()
+        project = (self.cwd / "graphs").resolve()
+        for folder in self.confine.graph_folders:
+            origin = (
+                "project" if folder == project else "bundled" if folder == bundled else "allowed"
+            )
             if not folder.is_dir():
                 continue
             for path in sorted(folder.iterdir()):
                 if path.suffix not in GRAPH_SUFFIXES or path.stem in found:
+                    continue
+                if not inside(path.resolve(), self.confine.graph_folders):  # a link out
                     continue
                 entry: dict[str, Any] = {"name": path.stem, "path": str(path), "from": origin}
                 try:
@@ -79,11 +98,13 @@ class Operations:
         return list(found.values())
 
     async def validate_graph(self, graph: str) -> dict[str, Any]:
+        path = self.confine.graph_file(graph)  # refused before anything is read
         try:
-            loaded = self._load(graph, lint_it=False)
+            loaded = load_graph(path)
+            self.confine.check_children(loaded)
             problems = lint(loaded)
         except GraphError as exc:
-            problems = exc.problems
+            problems = self.confine.redact(exc.problems)
         errors = sum(1 for p in problems if p.severity == "error")
         return {
             "graph": graph,
@@ -105,10 +126,11 @@ class Operations:
         wait_seconds: float = DEFAULT_WAIT,
     ) -> dict[str, Any]:
         loaded = self._load(graph)
+        where = self.confine.work_path(workspace, "workspace") if workspace else self.cwd
         recording = None
         if replay is not None:
             try:
-                recording = load_recording(self._path(replay))
+                recording = load_recording(self.confine.work_path(replay, "recording"))
             except (RecordingError, OSError) as exc:
                 raise OperationFailed(f"cannot read the recording {replay}: {exc}") from None
         values = dict(inputs or {})
@@ -117,7 +139,7 @@ class Operations:
         with self._failures():
             folder = self.session.preflight(
                 loaded,
-                workspace=self._path(workspace) if workspace else self.cwd,
+                workspace=where,
                 replay=recording is not None,
                 model=model,
             )
@@ -166,6 +188,7 @@ class Operations:
         with self._failures():
             row = self.session.thread(thread)
             graph = self.session.graph_for(row)
+            self.confine.check_sandboxed(graph)
             errors = self.session.check_answer(graph, row.id, reply)
         if errors:
             raise OperationFailed(
@@ -183,6 +206,7 @@ class Operations:
         with self._failures():
             row = self.session.thread(thread)
             graph = self.session.graph_for(row)
+            self.confine.check_sandboxed(graph)
         return await self._run(
             row.id,
             lambda: self.session.resume(graph, row.id, message=message, options=RunOptions()),
@@ -238,21 +262,19 @@ class Operations:
         except (SessionError, ThreadBusy, StoreError, GraphError, InputError) as exc:
             raise OperationFailed(_message(exc)) from None
 
-    def _load(self, graph: str, lint_it: bool = True) -> Graph:
-        by_path = "/" in graph or graph.endswith(GRAPH_SUFFIXES)
+    def _load(self, graph: str) -> Graph:
+        """A graph a thread may start on: in the graph folders, free of errors, confined."""
+        path = self.confine.graph_file(graph)
         try:
-            loaded = load_graph(self._path(graph) if by_path else graph)
+            loaded = load_graph(path)
         except GraphError as exc:
-            raise OperationFailed(_message(exc)) from None
-        if lint_it:
-            problems = [p for p in lint(loaded) if p.severity == "error"]
-            if problems:
-                raise OperationFailed(_message(GraphError(problems)))
+            raise OperationFailed(_message(GraphError(self.confine.redact(exc.problems)))) from None
+        self.confine.check_children(loaded)
+        problems = [p for p in lint(loaded) if p.severity == "error"]
+        if problems:
+            raise OperationFailed(_message(GraphError(problems)))
+        self.confine.check_sandboxed(loaded)
         return loaded
-
-    def _path(self, given: str) -> str:
-        path = Path(given).expanduser()
-        return str(path if path.is_absolute() else self.cwd / path)
 
     def _failures(self) -> _Translate:
         return _Translate()

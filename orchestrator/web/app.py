@@ -60,8 +60,9 @@ HEADERS = {
     "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
-    # The first URL holds the token on a non-loopback bind: it never leaves in a Referer. (Not
-    # "no-referrer": a browser then sends `Origin: null` with a form, which the guard refuses.)
+    # No page's URL holds the token (the guard redirects it away), and none leaves this site in
+    # a Referer anyway. (Not "no-referrer": a browser then sends `Origin: null` with a form,
+    # which the guard refuses.)
     "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
@@ -78,8 +79,8 @@ def make_app(
     poll: float = 0.5,
 ) -> ASGIApp:
     """The web application over the store in `store_dir`, or over the threads of a
-    `TemporalSession`; `token` is required on every request when given; `loopback` checks the
-    Host header (see guard.py)."""
+    `TemporalSession`; `token` is required on every request (None: `--no-token`, loopback
+    only); `loopback` checks the Host header (see guard.py)."""
     if temporal is not None:
         web = Web(temporal, lambda: temporal, where=f"Temporal at {temporal.address}", poll=poll)
     else:
