@@ -7,14 +7,19 @@ work when the defence is off.
 from __future__ import annotations
 
 import json
+import resource
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from orchestrator.core.guard_cost import GUARD_BUDGET, estimate, shape
 from orchestrator.core.guards import GuardError, evaluate
+from orchestrator.recording import RecordingError, load_recording, parse_recording
+from orchestrator.run.session import Session
 from orchestrator.spec.models import Graph
 from orchestrator.testing import reply, simulate
 from tests.cli_helpers import Project
@@ -101,3 +106,134 @@ def test_the_estimate_bounds_what_the_package_really_does() -> None:
     started = time.monotonic()
     assert evaluate(TWO_DEEP, allowed) is True
     assert time.monotonic() - started < 5
+
+
+# --------------------------------------------------------------------------- recordings
+
+CHILD_GRAPH = """\
+name: fixer
+description: Fixes one task
+roles:
+  worker:
+    description: works
+    goal: You work.
+    frontmatter:
+      properties: { $status: { const: fixed }, summary: { type: string } }
+      required: [$status, summary]
+graph:
+  $START:
+    _: { role: worker, prompt: "Fix: {{{$inputs.task}}}" }
+  worker:
+    fixed: { role: $END, prompt: "Fixed: {{{summary}}}" }
+"""
+
+PARENT_GRAPH = """\
+name: tasks
+description: Fixes a task in a subgraph
+roles:
+  fix:
+    description: Fixes one task
+    graph: fixer
+graph:
+  $START:
+    _: { role: fix, prompt: "{{{$inputs.task}}}" }
+  fix:
+    done: { role: $END, prompt: "Done" }
+"""
+
+# Nine levels of ten aliases each: a billion strings once expanded ("billion laughs").
+ALIAS_BOMB = (
+    "recording: 1\ngraph: tasks\n"
+    + "l0: &l0 ["
+    + ", ".join(["lol"] * 10)
+    + "]\n"
+    + "".join(f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 10) + "]\n" for n in range(1, 9))
+    + "steps: *l8\n"
+)
+
+# A child recording that is its own ancestor (YAML says so with an alias inside its anchor).
+SELF_CHILD = """\
+recording: 1
+graph: tasks
+steps:
+  - role: fix
+    output: ""
+    child: &child
+      graph: fixer
+      steps:
+        - role: fix
+          output: ""
+          child: *child
+"""
+
+
+def _limited(memory_mb: int) -> Callable[[], None]:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
+
+    return limit
+
+
+def _recorded(tmp_path: Path) -> Project:
+    """A project with the subgraph graphs and a proper recording (with a child) of a thread."""
+    project = Project(tmp_path)
+    project.graph(CHILD_GRAPH, "fixer")
+    graph = project.graph(PARENT_GRAPH, "tasks")
+    trace = simulate(graph, {"worker": [reply("fixed", summary="A")]}, inputs={"task": "a"})
+    assert trace.state == "completed", trace.reason
+    (tmp_path / "good.yaml").write_text(Session(trace.store).recording(trace.thread_id).dump())
+    return project
+
+
+def _replay_limited(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        project.cmd(*args),
+        cwd=project.root,
+        env=project.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_limited(1500),
+    )
+
+
+def test_control_a_proper_recording_with_a_child_replays(tmp_path: Path) -> None:
+    project = _recorded(tmp_path)
+    assert load_recording(tmp_path / "good.yaml").steps[0].child is not None
+    out = _replay_limited(project, "replay", "graphs/tasks.yaml", "good.yaml")
+    assert out.returncode == 0, out.stderr
+    assert "same route" in out.stdout
+
+
+def test_attack_an_alias_bomb_recording_is_refused_quickly(tmp_path: Path) -> None:
+    project = _recorded(tmp_path)
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    out = _replay_limited(project, "replay", "graphs/tasks.yaml", "bomb.yaml")
+    assert out.returncode == 2, out.stderr
+    assert "bomb.yaml: refused (yaml-limit)" in out.stderr
+    assert "alias" in out.stderr and "Traceback" not in out.stderr
+    # the `--replay` path of `run` loads it the same way
+    run = _replay_limited(
+        project, "run", "graphs/tasks.yaml", "-i", "task=a", "--replay", "bomb.yaml"
+    )
+    assert run.returncode == 2, run.stderr
+    assert "bomb.yaml: refused (yaml-limit)" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_attack_a_recording_that_is_its_own_child_is_refused(tmp_path: Path) -> None:
+    project = _recorded(tmp_path)
+    (tmp_path / "self.yaml").write_text(SELF_CHILD)
+    out = _replay_limited(project, "replay", "graphs/tasks.yaml", "self.yaml")
+    assert out.returncode == 2, out.stderr
+    assert "self.yaml: refused (yaml-limit)" in out.stderr and "Traceback" not in out.stderr
+    assert "expand forever" in out.stderr
+
+
+def test_attack_recording_data_that_holds_itself_is_refused() -> None:
+    """Data built in Python (not read from YAML) cannot hold a cycle either."""
+    data: dict[str, Any] = {"graph": "tasks", "steps": [{"role": "fix", "output": ""}]}
+    data["steps"][0]["child"] = data
+    with pytest.raises(RecordingError, match="cannot be its own child"):
+        parse_recording(data, "cyclic.yaml")
+    data["steps"][0]["child"] = {"graph": "fixer", "steps": [{"role": "worker", "output": "x"}]}
+    assert parse_recording(data, "fine.yaml").steps[0].child is not None
