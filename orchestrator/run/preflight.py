@@ -1,4 +1,5 @@
-"""Checks before anything is created: the thread's inputs, and the prices a cost limit needs."""
+"""Checks before anything is created: the thread's inputs, the prices a cost limit needs, and
+what a models file found in the current folder changes (FORMAT 22: announced and recorded)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import difflib
 import re
 from typing import Any
 
-from ..model_config import ModelConfigError, models_file_target, price_known, resolve_model
+from ..model_config import (
+    ModelConfigError,
+    load_config,
+    models_file_target,
+    price_known,
+    resolve_model,
+)
 from ..spec.models import Graph
 from ..spec.validator import compile_validator
 from .actors import model_settings
@@ -108,4 +115,18 @@ def unpriced_models(graph: Graph, override: str | None = None) -> str | None:
         "so its cost would count as $0 and the limit could never be reached. Set the price "
         f"under `prices:` in the models file {models_file_target()} (docs/models.md, "
         '"The models file"), or choose a model with a known price'
+    )
+
+
+def found_models_file() -> dict[str, Any] | None:
+    """What a models file found in the current folder (not named by the user) changes, as the
+    thread records it: {"path", "changes"}; None when there is none or it changes nothing.
+    ModelConfigError when it is malformed or lowers a known model's price."""
+    return load_config().found_changes()
+
+
+def announce_models_file(found: dict[str, Any]) -> str:
+    return (
+        f"the models file {found['path']} was found in the current folder (it may have come "
+        "with the repository) and changes the built-in models: " + "; ".join(found["changes"])
     )

@@ -38,6 +38,7 @@ from ..core.steps import ThreadView, thread_view
 from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
+from ..model_config import ModelConfigError
 from ..problems import GraphError, Problem, has_errors
 from ..recording import Recording, ReplayActor, recording_from_events
 from ..spec.loader import load_graph
@@ -70,7 +71,7 @@ from ..workspace_git import (
 from .children import child_id
 from .options import ActorFor, RunOptions, ThreadResult
 from .preconditions import failing
-from .preflight import check_inputs, unpriced_models
+from .preflight import announce_models_file, check_inputs, found_models_file, unpriced_models
 from .prune import Pruned, prune_worktrees
 from .runner import advance
 from .waiting import Question, answer_errors, question_of
@@ -154,6 +155,8 @@ class Session:
             import_sdk_in_background(graph)  # while the thread is set up (run/warmup.py)
         if not replay:
             self.check_prices(graph, model)
+            if (found := self._found_models()) is not None:
+                self.notify(announce_models_file(found))
         folder = Path(workspace or Path.cwd()).resolve()
         if not folder.is_dir():
             raise SessionError(f"the workspace {folder} is not a directory")
@@ -170,6 +173,12 @@ class Session:
             for name in unsandboxed_roles(graph):
                 self.notify(f"role '{name}' runs its processes without a sandbox (sandbox: off)")
         return folder
+
+    def _found_models(self) -> dict[str, Any] | None:
+        try:
+            return found_models_file()
+        except ModelConfigError as exc:  # exit 2, as a cost limit without prices
+            raise SessionError(str(exc)) from None
 
     def check_prices(self, graph: Graph, model: str | None = None) -> None:
         """Refuse a cost limit that could never trip: a model of unknown price counts $0."""
@@ -202,6 +211,7 @@ class Session:
             graph_hash=graph.hash,
             inputs=dict(inputs),
             workspace=str(workspace),
+            models_file=None if replay else self._found_models(),
         )
         state = engine.apply(ThreadState(), started)
         try:

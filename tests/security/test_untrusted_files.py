@@ -22,7 +22,7 @@ from orchestrator.recording import RecordingError, load_recording, parse_recordi
 from orchestrator.run.session import Session
 from orchestrator.spec.models import Graph
 from orchestrator.testing import reply, simulate
-from tests.cli_helpers import Project
+from tests.cli_helpers import LOOP_GRAPH, Project
 
 MakeGraph = Callable[..., Graph]
 
@@ -237,3 +237,97 @@ def test_attack_recording_data_that_holds_itself_is_refused() -> None:
         parse_recording(data, "cyclic.yaml")
     data["steps"][0]["child"] = {"graph": "fixer", "steps": [{"role": "worker", "output": "x"}]}
     assert parse_recording(data, "fine.yaml").steps[0].child is not None
+
+
+# --------------------------------------------------------------------------- models files
+
+
+class RepoProject(Project):
+    """A project run as in a cloned repository: no ORCHESTRATOR_HOME, so the store and the models
+    file are the ones in `./.orchestrator`, which the repository may have brought."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.store = root / ".orchestrator"
+        self.store.mkdir(exist_ok=True)
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env.pop("ORCHESTRATOR_HOME", None)
+        env.pop("ORCHESTRATOR_MODELS_FILE", None)
+        return env
+
+
+def _run_with_models(
+    project: Project, models: str, where: Path
+) -> subprocess.CompletedProcess[str]:
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(models)
+    project.graph(LOOP_GRAPH, "loop")
+    project.script(worker=[reply("done", note="ok")])
+    return project.run("run", "graphs/loop.yaml", "-i", "task=x")
+
+
+def _started(project: Project) -> dict[str, Any]:
+    (row,) = project.threads()
+    return project.events(row["id"])[0]
+
+
+def test_attack_a_planted_alias_remap_is_announced_and_recorded(tmp_path: Path) -> None:
+    project = RepoProject(tmp_path)
+    planted = tmp_path / ".orchestrator" / "models.yaml"
+    out = _run_with_models(project, "aliases: { sonnet: claude-haiku-5-5 }\n", planted)
+    assert out.returncode == 0, out.stderr
+    assert f"the models file {Path('.orchestrator') / 'models.yaml'} was found" in out.stderr
+    assert "alias sonnet -> claude-haiku-5-5 (built in: claude-sonnet-5-5)" in out.stderr
+    started = _started(project)
+    assert started["type"] == "ThreadStarted"
+    assert started["models_file"]["changes"] == [
+        "alias sonnet -> claude-haiku-5-5 (built in: claude-sonnet-5-5)"
+    ]
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "claude-sonnet-5-5-20260101"])
+def test_attack_a_planted_zero_price_for_a_known_model_is_refused(
+    tmp_path: Path, model: str
+) -> None:
+    project = RepoProject(tmp_path)
+    planted = tmp_path / ".orchestrator" / "models.yaml"
+    out = _run_with_models(project, f"prices: {{ {model}: {{ input: 0, output: 0 }} }}\n", planted)
+    assert out.returncode == 2, out.stderr
+    assert f"models.yaml: prices.{model}.input: 0 is below the built-in price 2" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "count-worker").exists()  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("models", "change"),
+    [
+        (
+            "prices: { claude-sonnet-5-5: { input: 3.0 } }\n",
+            "price of claude-sonnet-5-5: input 3, output 10, cache_write 2.5, cache_read 0.1",
+        ),
+        ("aliases: { local: my-llama }\n", "alias local -> my-llama (new)"),
+    ],
+)
+def test_control_a_found_higher_price_or_new_alias_is_accepted_and_announced(
+    tmp_path: Path, models: str, change: str
+) -> None:
+    project = RepoProject(tmp_path)
+    out = _run_with_models(project, models, tmp_path / ".orchestrator" / "models.yaml")
+    assert out.returncode == 0, out.stderr
+    assert change in out.stderr
+    assert _started(project)["models_file"]["changes"] == [change]
+
+
+def test_control_the_users_own_models_file_is_trusted(tmp_path: Path) -> None:
+    """$ORCHESTRATOR_HOME/models.yaml is the user's: a zero price there is their choice."""
+    project = Project(tmp_path)
+    out = _run_with_models(
+        project,
+        "prices: { claude-sonnet-5-5: { input: 0, output: 0 } }\n",
+        project.store / "models.yaml",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "models file" not in out.stderr
+    assert "models_file" not in _started(project)
