@@ -4,9 +4,12 @@ A Claude Code subagent (`.claude/agents/NAME.md`) and an OpenCode agent (`.openc
 are Markdown files whose YAML frontmatter says `description`, `tools` and `model` and whose body is
 the agent's system prompt. They become a layer under the graph's role, as a library role does:
 the body is the `goal`, the tools are mapped onto our tool sets, `model: inherit` leaves the
-graph's default. Everything else in them (`name`, `mode`, `color`, `permissionMode`, ...) means
-nothing here and is left alone. The graph's role still gives `frontmatter` (docs/format.md,
-"Roles from agent files").
+graph's default. What takes tools away is honoured, cautiously (a read-only subagent must not
+become a role that edits and runs commands): `disallowedTools` removes the set of each tool it
+names (`Bash(git:*)` counts as Bash), and `permissionMode: plan` leaves only `read`. Everything
+else in them (`name`, `mode`, `color`, ...) means nothing here and is left alone. The graph's
+role still gives `frontmatter` (docs/format.md, "Roles from agent files"), and a `tools:` it
+writes itself still overrides the agent file's.
 
 The file is looked for from the graph's folder up to its repository's root, then in the user's
 home, where each tool keeps its user-wide agents.
@@ -22,6 +25,7 @@ from typing import Any
 import frontmatter as _frontmatter
 
 from ..problems import GraphError, Problem
+from . import confine
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
 
@@ -85,9 +89,16 @@ def search_folders(
 
 
 def find_agent_file(kind: AgentKind, name: str, graph_path: Path | None) -> Path | None:
+    """The nearest agent file of that name. ValueError when `name` is no agent name or the file
+    is a link out of its folder (spec/confine.py)."""
+    problem = confine.name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
     for folder in search_folders(kind, graph_path):
         candidate = folder / f"{name}.md"
         if candidate.is_file():
+            if confine.leaves(candidate, folder):
+                raise ValueError(confine.link_problem(candidate))
             return candidate
     return None
 
@@ -99,6 +110,7 @@ class AgentLayer:
     data: dict[str, Any]
     smap: SourceMap
     notes: list[Problem]  # warnings: tools and models with no meaning here
+    restrictions: tuple[str, ...] = ()  # what took tools away, as `orchestrator roles` shows it
 
 
 def read_agent_file(path: Path, role: str) -> AgentLayer:
@@ -143,7 +155,38 @@ def read_agent_file(path: Path, role: str) -> AgentLayer:
     if "temperature" in fields:
         data["temperature"] = fields["temperature"]
     data["tools"] = _tools(fields.get("tools"), "tools" in fields, smap, role, notes)
-    return AgentLayer(data, smap, notes)
+    removed, restrictions = _taken_away(fields, smap)
+    if removed and isinstance(data["tools"], list):
+        data["tools"] = [t for t in data["tools"] if t not in removed]
+    return AgentLayer(data, smap, notes, restrictions)
+
+
+def _taken_away(fields: dict[str, Any], smap: SourceMap) -> tuple[set[str], tuple[str, ...]]:
+    """The tool sets `disallowedTools` and `permissionMode: plan` take away, and how to say so.
+    Raises GraphError for a `disallowedTools` that is neither a list nor a comma string: an
+    unreadable restriction must not read as none."""
+    removed: set[str] = set()
+    said: list[str] = []
+    value = fields.get("disallowedTools")
+    if value is not None:
+        if isinstance(value, str):
+            names = [t.strip() for t in value.split(",") if t.strip()]
+        elif isinstance(value, list) and all(isinstance(t, str) for t in value):
+            names = [t.strip() for t in value if t.strip()]
+        else:
+            line, col = smap.at(("disallowedTools",))
+            message = "disallowedTools: expected a list of tool names or a comma-separated string"
+            raise GraphError([Problem(smap.file, line, col, "bad-type", "error", message)])
+        # `Bash(rm:*)` forbids some commands in Claude Code; here it forbids the whole set.
+        removed |= {
+            TOOL_MAP[m] for t in names if (m := t.split("(")[0].strip().lower()) in TOOL_MAP
+        }
+        if names:
+            said.append("disallowedTools: " + ", ".join(names))
+    if fields.get("permissionMode") == "plan":
+        removed |= {"edit", "shell"}
+        said.append("permissionMode: plan (read-only)")
+    return removed, tuple(said)
 
 
 def _display(path: Path) -> str:
@@ -234,9 +277,15 @@ def agent_layer(
     """The layer an agent file gives a graph's role; its warnings join the graph's notes.
     Raises GraphError (at the role's `extends`) when no such agent file is found."""
     kind, name = agent
-    found = find_agent_file(kind, name, graph_path)
+    line, col = graph_smap.at(("roles", role, "extends"))
+    try:
+        found = find_agent_file(kind, name, graph_path)
+    except ValueError as exc:
+        message = f"role '{role}' cannot extend '{kind.prefix}:{name}': {exc}"
+        raise GraphError(
+            [Problem(graph_smap.file, line, col, "unknown-extends", "error", message)]
+        ) from None
     if found is None:
-        line, col = graph_smap.at(("roles", role, "extends"))
         folders = search_folders(kind, graph_path)
         raise GraphError(
             [

@@ -9,19 +9,28 @@ from __future__ import annotations
 import json
 import resource
 import subprocess
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from orchestrator import run_thread
+from orchestrator.cli import cli
 from orchestrator.core.guard_cost import GUARD_BUDGET, estimate, shape
 from orchestrator.core.guards import GuardError, evaluate
+from orchestrator.problems import GraphError, Problem
 from orchestrator.recording import RecordingError, load_recording, parse_recording
 from orchestrator.run.session import Session
+from orchestrator.spec.catalog import available_roles
+from orchestrator.spec.loader import load_graph
 from orchestrator.spec.models import Graph
+from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing import reply, simulate
+from tests.anthropic_fixtures import fake_server
 from tests.cli_helpers import LOOP_GRAPH, Project
 
 MakeGraph = Callable[..., Graph]
@@ -331,3 +340,183 @@ def test_control_the_users_own_models_file_is_trusted(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "models file" not in out.stderr
     assert "models_file" not in _started(project)
+
+
+# --------------------------------------------------------------------------- extends
+
+ROLE_FILE = "description: From {where}\ngoal: You {where}.\n"
+STATUS = (
+    "{type: object, properties: {$status: {const: done}, notes: {type: string}}, "
+    "required: [$status, notes]}"
+)
+
+
+def _extending(extends: str) -> str:
+    return textwrap.dedent(
+        f"""\
+        name: review
+        description: one review
+        roles:
+          reviewer:
+            extends: "{extends}"
+            frontmatter: {STATUS}
+        graph:
+          $START:
+            _: {{role: reviewer, prompt: "Review"}}
+          reviewer:
+            done: {{role: $END, prompt: "ok"}}
+        """
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository (the working folder) with graphs/ and roles/; files outside it; no home."""
+    root = tmp_path / "work" / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "graphs").mkdir()
+    (root / "roles").mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(root)
+    (tmp_path / "outside.yaml").write_text(ROLE_FILE.format(where="outside"))
+    (tmp_path / "outside.md").write_text("---\ndescription: outside\n---\nYou are outside.\n")
+    return root
+
+
+def _load(repo: Path, extends: str) -> Graph:
+    path = repo / "graphs" / "review.yaml"
+    path.write_text(_extending(extends))
+    return load_graph(path)
+
+
+def _refusal(repo: Path, extends: str) -> Problem:
+    with pytest.raises(GraphError) as err:
+        _load(repo, extends)
+    (problem,) = [p for p in err.value.problems if p.code == "unknown-extends"]
+    return problem
+
+
+@pytest.mark.parametrize(
+    "extends", ["../../outside", "../../../outside", "ABS/outside", "claude:../../../../outside"]
+)
+def test_attack_extends_with_a_path_is_refused_at_its_line(repo: Path, extends: str) -> None:
+    extends = extends.replace("ABS", str(repo.parents[1]))
+    problem = _refusal(repo, extends)
+    assert problem.file.endswith("review.yaml") and problem.line == 5
+    assert "is not a role name" in problem.message
+
+
+def test_attack_a_library_role_linking_out_is_refused(repo: Path) -> None:
+    (repo / "roles" / "evil.yaml").symlink_to(repo.parents[1] / "outside.yaml")
+    problem = _refusal(repo, "evil")
+    assert problem.line == 5 and "symbolic link to a file outside its folder" in problem.message
+    listed = {e.name: e for e in available_roles(repo)}
+    assert listed["evil"].description == "(refused: a link out of its folder)"
+
+
+def test_attack_an_agent_file_linking_out_is_refused(repo: Path) -> None:
+    (repo / ".claude" / "agents").mkdir(parents=True)
+    (repo / ".claude" / "agents" / "evil.md").symlink_to(repo.parents[1] / "outside.md")
+    problem = _refusal(repo, "claude:evil")
+    assert "symbolic link to a file outside its folder" in problem.message
+
+
+def test_attack_a_library_roles_own_extends_is_confined_too(repo: Path) -> None:
+    (repo / "roles" / "base.yaml").write_text("description: base\nextends: ../../outside\n")
+    problem = _refusal(repo, "base")
+    assert problem.file == str(Path("roles") / "base.yaml") and problem.line == 2
+
+
+def test_control_extends_inside_libraries_and_agent_folders_works(repo: Path) -> None:
+    (repo / "roles" / "mine.yaml").write_text(ROLE_FILE.format(where="review"))
+    assert _load(repo, "mine").roles["reviewer"].goal == "You review."
+    (repo / "roles" / "linked.yaml").symlink_to(repo / "roles" / "mine.yaml")  # inside: fine
+    assert _load(repo, "linked").roles["reviewer"].goal == "You review."
+    assert "plan" in _load(repo, "planner").roles["reviewer"].goal.lower()  # bundled
+    (repo / ".claude" / "agents").mkdir(parents=True)
+    (repo / ".claude" / "agents" / "rev.md").write_text("---\ndescription: r\n---\nYou check.\n")
+    assert _load(repo, "claude:rev").roles["reviewer"].goal == "You check.\n"
+    # The same outside file is a fine role once it is in the library: only the place is refused.
+    (repo / "roles" / "outside.yaml").write_text((repo.parents[1] / "outside.yaml").read_text())
+    assert _load(repo, "outside").roles["reviewer"].description == "From outside"
+
+
+# --------------------------------------------------------------------------- agent files' limits
+
+AGENT = """\
+---
+name: auditor
+description: Audits code without changing it.
+tools: Read, Grep, Edit, Bash
+{extra}---
+You audit.
+"""
+
+
+def _agent_role(repo: Path, extra: str) -> list[str]:
+    (repo / ".claude" / "agents").mkdir(parents=True, exist_ok=True)
+    (repo / ".claude" / "agents" / "auditor.md").write_text(AGENT.format(extra=extra))
+    return list(_load(repo, "claude:auditor").roles["reviewer"].tools)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "disallowedTools: [Edit, Bash]\n",
+        "disallowedTools: Edit, Bash(rm:*)\n",
+        "permissionMode: plan\n",
+    ],
+)
+def test_attack_a_read_only_agent_gets_no_edit_and_no_shell(repo: Path, extra: str) -> None:
+    assert _agent_role(repo, extra) == ["read"]
+
+
+def test_control_the_same_agent_without_those_keys_keeps_its_tools(repo: Path) -> None:
+    assert _agent_role(repo, "") == ["read", "edit", "shell"]
+    assert _agent_role(repo, "permissionMode: acceptEdits\n") == ["read", "edit", "shell"]
+
+
+def test_an_unreadable_disallowed_tools_is_an_error_not_nothing(repo: Path) -> None:
+    with pytest.raises(GraphError) as err:
+        _agent_role(repo, "disallowedTools: 3\n")
+    assert [p.code for p in err.value.problems] == ["bad-type"]
+
+
+def test_the_roles_command_shows_what_was_taken_away(repo: Path) -> None:
+    _agent_role(repo, "permissionMode: plan\ndisallowedTools: [Bash]\n")
+    runner = CliRunner()
+    done = runner.invoke(cli, ["roles", "graphs/review.yaml"])
+    assert done.exit_code == 0, done.output
+    assert "tools      read\n" in done.output
+    assert "limited by disallowedTools: Bash; permissionMode: plan (read-only)" in done.output
+    listed = json.loads(runner.invoke(cli, ["roles", "--format", "json"]).output)["roles"]
+    (auditor,) = [e for e in listed if e["name"] == "claude:auditor"]
+    assert auditor["tools"] == ["read"] and len(auditor["restrictions"]) == 2
+
+
+@pytest.mark.parametrize("extra", ["permissionMode: plan\n", ""])
+def test_a_thread_of_a_plan_mode_agent_is_offered_no_shell(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: str
+) -> None:
+    """Through the real actor and the fake Messages API: in plan mode the model is offered the
+    read set only (the editor, which that set lets view and not change, and search); the control
+    without the key is offered the shell."""
+    _agent_role(repo, extra)
+    with fake_server(monkeypatch) as fake:
+        fake.reply_text("---\n$status: done\nnotes: fine\n---\nAudited.")
+        result = run_thread(
+            repo / "graphs" / "review.yaml",
+            {"task": "audit"},
+            store=SqliteStore(tmp_path / "store"),
+            workspace=repo,
+            in_place=True,
+        )
+        (request,) = fake.message_requests
+    assert result.state.value == "completed", result.reason
+    offered = {t["name"] for t in request.get("tools", [])}
+    if extra:
+        assert offered == {"str_replace_based_edit_tool", "search_files"}
+    else:
+        assert offered == {"str_replace_based_edit_tool", "search_files", "bash"}
