@@ -37,7 +37,9 @@ _ACCUMULATING = frozenset({"map", "filter"})
 _LIST_WIDE = frozenset({"in", "+", "==", "!=", "contains", "startsWith", "endsWith", "matches"})
 _LITERAL = re.compile(r"^(?:\d[\w.]*|''|true|false|null)$")
 # Strings become '' first, so their contents are no tokens.
-_STRINGS = re.compile(r"[rRbB]*('''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+_STRINGS = re.compile(
+    r"[rRbB]*('''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")", re.S
+)
 _TOKENS = re.compile(r"''|[A-Za-z_]\w*|\d[\w.]*|==|!=|&&|\|\||<=|>=|\S")
 
 
@@ -71,6 +73,9 @@ class Shape:
 
 @dataclass
 class _Open:
+    """A parenthesis still open while `shape` reads: a macro's arguments, or any other group.
+    Mutable, as it counts what it holds until it closes into a frozen Comprehension."""
+
     macro: str | None
     variable: str = ""
     list_wide: int = 0
