@@ -218,17 +218,31 @@ def _refuse_lower(price: Price, builtin: Price, where: str) -> None:
             )
 
 
+MAX_MODELS_FILE_BYTES = 1_000_000  # a models file is a few lines
+
+
 @lru_cache(maxsize=8)
 def _load(path: str, mtime_ns: int, found: bool = False) -> ModelConfig:
-    import yaml  # deferred: most runs have no models file to read
+    # deferred: most runs have no models file to read. The graph loader's YAML reader, with its
+    # limits on aliases and nesting: a found file may be hostile (an alias bomb).
+    from .spec.yamlpos import YamlSyntaxError, load_yaml
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        size = Path(path).stat().st_size
+        if size > MAX_MODELS_FILE_BYTES:
+            raise ModelConfigError(
+                f"{path}: the models file has {size:,} bytes, more than the "
+                f"{MAX_MODELS_FILE_BYTES:,} it may have"
+            )
+        data, _ = load_yaml(Path(path).read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise ModelConfigError(f"{path}: cannot read models file: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ModelConfigError(f"{path}: invalid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ModelConfigError(f"{path}: the models file is not UTF-8 text") from exc
+    except YamlSyntaxError as exc:
+        raise ModelConfigError(
+            f"{path}: invalid YAML: line {exc.line}, column {exc.column}: {exc.message}"
+        ) from None
     return _parse(data, path, found)
 
 

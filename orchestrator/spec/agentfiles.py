@@ -62,6 +62,7 @@ TOOL_MAP: dict[str, str] = {
     "bash": "shell",
 }
 ALL_SETS = ("read", "edit", "shell")
+MAX_AGENT_FILE_BYTES = 10_000_000  # as a graph file (spec/loader.py); agent files are a few KB
 
 
 def agent_ref(extends: str) -> tuple[AgentKind, str] | None:
@@ -117,6 +118,21 @@ def read_agent_file(path: Path, role: str) -> AgentLayer:
     """The role fields an agent file gives. Raises GraphError for a file that cannot be read."""
     file = _display(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_AGENT_FILE_BYTES:  # refused before it is read, as graph files are
+            raise GraphError(
+                [
+                    Problem(
+                        file,
+                        1,
+                        1,
+                        "yaml-limit",
+                        "error",
+                        f"the file has {size:,} bytes, more than the {MAX_AGENT_FILE_BYTES:,} "
+                        "an agent file may have",
+                    )
+                ]
+            )
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)

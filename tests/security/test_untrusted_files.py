@@ -329,6 +329,27 @@ def test_control_a_found_higher_price_or_new_alias_is_accepted_and_announced(
     assert _started(project)["models_file"]["changes"] == [change]
 
 
+def test_attack_an_alias_bomb_in_a_found_models_file_is_refused(tmp_path: Path) -> None:
+    project = RepoProject(tmp_path)
+    anchors = ALIAS_BOMB.split("\n", 2)[2]  # the recording's anchors, without its header
+    planted = tmp_path / ".orchestrator" / "models.yaml"
+    planted.write_text(anchors.replace("steps: *l8", "aliases: { sonnet: *l8 }"))
+    project.graph(LOOP_GRAPH, "loop")
+    project.script(worker=[reply("done", note="ok")])
+    out = subprocess.run(
+        project.cmd("run", "graphs/loop.yaml", "-i", "task=x"),
+        cwd=project.root,
+        env=project.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_limited(1500),
+    )
+    assert out.returncode == 2, out.stderr
+    assert "models.yaml: invalid YAML" in out.stderr and "alias" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_control_the_users_own_models_file_is_trusted(tmp_path: Path) -> None:
     """$ORCHESTRATOR_HOME/models.yaml is the user's: a zero price there is their choice."""
     project = Project(tmp_path)
@@ -391,10 +412,10 @@ def _load(repo: Path, extends: str) -> Graph:
     return load_graph(path)
 
 
-def _refusal(repo: Path, extends: str) -> Problem:
+def _refusal(repo: Path, extends: str, code: str = "unknown-extends") -> Problem:
     with pytest.raises(GraphError) as err:
         _load(repo, extends)
-    (problem,) = [p for p in err.value.problems if p.code == "unknown-extends"]
+    (problem,) = [p for p in err.value.problems if p.code == code]
     return problem
 
 
@@ -444,6 +465,16 @@ def test_control_extends_inside_libraries_and_agent_folders_works(repo: Path) ->
 
 
 # --------------------------------------------------------------------------- agent files' limits
+
+
+def test_attack_a_huge_agent_file_is_refused_before_it_is_read(repo: Path) -> None:
+    (repo / ".claude" / "agents").mkdir(parents=True)
+    huge = repo / ".claude" / "agents" / "huge.md"
+    with huge.open("wb") as f:  # sparse: 20 MB that take no room
+        f.truncate(20_000_000)
+    problem = _refusal(repo, "claude:huge", "yaml-limit")
+    assert "more than the 10,000,000 an agent file may have" in problem.message
+
 
 AGENT = """\
 ---
