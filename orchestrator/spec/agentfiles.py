@@ -98,9 +98,21 @@ def find_agent_file(kind: AgentKind, name: str, graph_path: Path | None) -> Path
     for folder in search_folders(kind, graph_path):
         candidate = folder / f"{name}.md"
         if candidate.is_file():
-            if confine.leaves(candidate, folder):
+            if confine.leaves(candidate, folder, agent_root(kind, folder)):
                 raise ValueError(confine.link_problem(candidate))
             return candidate
+    return None
+
+
+def agent_root(kind: AgentKind, folder: Path, home: Path | None = None) -> Path | None:
+    """The project folder an agent folder lies in, which the folder may not be a link out of;
+    None for the user's home folders, theirs to arrange (dotfiles often link them)."""
+    home = home if home is not None else Path(os.path.expanduser("~"))
+    if any(folder == home / sub for sub in kind.home):
+        return None
+    for sub in kind.project:
+        if folder.as_posix().endswith("/" + sub):
+            return folder.parents[len(Path(sub).parts) - 1]
     return None
 
 

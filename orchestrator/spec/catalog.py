@@ -15,8 +15,8 @@ from typing import Any
 
 from ..problems import GraphError
 from . import confine
-from .agentfiles import KINDS, read_agent_file, search_folders
-from .loader import ROLE_SUFFIXES, parse_role_file, role_search_dirs
+from .agentfiles import KINDS, agent_root, read_agent_file, search_folders
+from .loader import ROLE_SUFFIXES, library_root, parse_role_file, role_search_dirs
 from .models import Graph, Role
 
 
@@ -139,7 +139,8 @@ def available_roles(cwd: Path | None = None) -> list[RoleEntry]:
         for path in sorted(folder.iterdir()):
             if path.suffix in ROLE_SUFFIXES and path.stem not in entries and path.is_file():
                 # the first found wins, as in extends; a link out of the library is not read
-                entries[path.stem] = _refused(path.stem, path, folder) or _library_entry(path)
+                refused = _refused(path.stem, path, folder, library_root(folder))
+                entries[path.stem] = refused or _library_entry(path)
     for kind in KINDS.values():
         for folder in search_folders(kind, cwd / "graph.yaml"):
             if not folder.is_dir():
@@ -147,13 +148,14 @@ def available_roles(cwd: Path | None = None) -> list[RoleEntry]:
             for path in sorted(folder.glob("*.md")):
                 ref = f"{kind.prefix}:{path.stem}"
                 if ref not in entries:
-                    entries[ref] = _refused(ref, path, folder) or _agent_entry(ref, path)
+                    refused = _refused(ref, path, folder, agent_root(kind, folder))
+                    entries[ref] = refused or _agent_entry(ref, path)
     return list(entries.values())
 
 
-def _refused(name: str, path: Path, folder: Path) -> RoleEntry | None:
+def _refused(name: str, path: Path, folder: Path, root: Path | None) -> RoleEntry | None:
     """A row for a file `extends` would refuse (a link out of its folder), not read."""
-    if not confine.leaves(path, folder):
+    if not confine.leaves(path, folder, root):
         return None
     return RoleEntry(name, "?", (), None, "(refused: a link out of its folder)", (str(path),))
 

@@ -3,7 +3,10 @@
 A graph may come from anyone, and its `extends:` names a file to read into a role (its goal, its
 tools, its actor). So the name is a name, not a path: no `/` or `\\`, not `.` or `..`, not
 hidden, not absolute; and the file found is inside the folder it was found in once symbolic
-links are followed (a `roles/x.yaml` linking to `/home/me/.ssh/...` is refused, not read).
+links are followed (a `roles/x.yaml` linking to `/home/me/.ssh/...` is refused, not read), and
+a project's library or agent folder is inside the project (a `roles` that links to another
+place is refused). The bundled library and the agent folders in the user's home are theirs to
+arrange: only the file's own link is checked there.
 The loader (library roles) and agentfiles.py (agent files) report either as `unknown-extends` at
 the `extends:` that names it.
 """
@@ -23,10 +26,15 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def leaves(candidate: Path, folder: Path) -> bool:
-    """Whether `candidate`, found in `folder`, is really elsewhere (a symbolic link out)."""
+def leaves(candidate: Path, folder: Path, root: Path | None = None) -> bool:
+    """Whether `candidate`, found in `folder`, is really elsewhere: a symbolic link out of the
+    folder, or (with `root`, the project folder that holds `folder`) a folder that is itself a
+    link out of the project (a repository's `roles -> /home/me/.config/gh`)."""
     try:
-        candidate.resolve(strict=True).relative_to(folder.resolve(strict=True))
+        real_folder = folder.resolve(strict=True)
+        candidate.resolve(strict=True).relative_to(real_folder)
+        if root is not None:
+            real_folder.relative_to(root.resolve(strict=True))
     except (ValueError, OSError, RuntimeError):  # outside, gone, or a loop of links
         return True
     return False
@@ -34,6 +42,6 @@ def leaves(candidate: Path, folder: Path) -> bool:
 
 def link_problem(candidate: Path) -> str:
     return (
-        f"{candidate} is a symbolic link to a file outside its folder; `extends` reads only "
-        "files inside role libraries and agent folders"
+        f"{candidate} leads, through a symbolic link, out of its folder or project; `extends` "
+        "reads only files inside role libraries and agent folders"
     )

@@ -193,6 +193,12 @@ def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[P
     return unique
 
 
+def library_root(folder: Path) -> Path | None:
+    """The project folder a role library lies in (None for the bundled one), which a `roles`
+    that is a symbolic link may not lead out of (spec/confine.py)."""
+    return None if folder == bundled_roles_dir() else folder.parent
+
+
 def find_library_role(name: str, dirs: list[Path]) -> Path | None:
     """The library role file for `name`; relative to the working folder when inside it, so that
     problems name it as `validate roles/` does. ValueError when `name` is no role name or the
@@ -204,7 +210,7 @@ def find_library_role(name: str, dirs: list[Path]) -> Path | None:
         for suffix in ROLE_SUFFIXES:
             candidate = folder / f"{name}{suffix}"
             if candidate.is_file():
-                if confine.leaves(candidate, folder):
+                if confine.leaves(candidate, folder, library_root(folder)):
                     raise ValueError(confine.link_problem(candidate))
                 try:
                     return candidate.relative_to(Path.cwd())

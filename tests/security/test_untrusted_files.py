@@ -432,7 +432,10 @@ def test_attack_extends_with_a_path_is_refused_at_its_line(repo: Path, extends: 
 def test_attack_a_library_role_linking_out_is_refused(repo: Path) -> None:
     (repo / "roles" / "evil.yaml").symlink_to(repo.parents[1] / "outside.yaml")
     problem = _refusal(repo, "evil")
-    assert problem.line == 5 and "symbolic link to a file outside its folder" in problem.message
+    assert (
+        problem.line == 5
+        and "through a symbolic link, out of its folder or project" in problem.message
+    )
     listed = {e.name: e for e in available_roles(repo)}
     assert listed["evil"].description == "(refused: a link out of its folder)"
 
@@ -441,7 +444,32 @@ def test_attack_an_agent_file_linking_out_is_refused(repo: Path) -> None:
     (repo / ".claude" / "agents").mkdir(parents=True)
     (repo / ".claude" / "agents" / "evil.md").symlink_to(repo.parents[1] / "outside.md")
     problem = _refusal(repo, "claude:evil")
-    assert "symbolic link to a file outside its folder" in problem.message
+    assert "through a symbolic link, out of its folder or project" in problem.message
+
+
+def test_attack_a_library_or_agent_folder_linking_out_of_the_project_is_refused(
+    repo: Path,
+) -> None:
+    elsewhere = repo.parents[1] / "elsewhere"
+    (elsewhere / "agents").mkdir(parents=True)
+    (elsewhere / "secret.yaml").write_text(ROLE_FILE.format(where="a secret"))
+    (elsewhere / "agents" / "secret.md").write_text("---\ndescription: s\n---\nA secret.\n")
+    (repo / "roles").rmdir()
+    (repo / "roles").symlink_to(elsewhere)
+    assert "out of its folder or project" in _refusal(repo, "secret").message
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "agents").symlink_to(elsewhere / "agents")
+    assert "out of its folder or project" in _refusal(repo, "claude:secret").message
+
+
+def test_control_the_users_home_agent_folder_may_be_a_link(repo: Path, tmp_path: Path) -> None:
+    """Dotfiles managers link ~/.claude/agents: the home is the user's, not the repository's."""
+    dotfiles = tmp_path / "dotfiles" / "agents"
+    dotfiles.mkdir(parents=True)
+    (dotfiles / "mine.md").write_text("---\ndescription: mine\n---\nYou are mine.\n")
+    (tmp_path / "home" / ".claude").mkdir()
+    (tmp_path / "home" / ".claude" / "agents").symlink_to(dotfiles)
+    assert _load(repo, "claude:mine").roles["reviewer"].goal == "You are mine.\n"
 
 
 def test_attack_a_library_roles_own_extends_is_confined_too(repo: Path) -> None:
