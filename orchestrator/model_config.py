@@ -21,6 +21,13 @@ prices:                         # USD per million tokens
 
 A model without a price costs 0 and `price_known()` says so, so that the ledger can print
 "price unknown" instead of pretending the step was free. Nothing here imports `anthropic`.
+
+Trust (FORMAT 22): the files of 1 and 2 are the user's own (they named them). The file of 3 is
+*found*: it sits in the folder the command runs in, so it can come with a cloned repository, and
+a planted one could remap `sonnet` or price it at 0 so that `max_cost_usd` never trips. So a
+found file may not price a known model (or a dated id of one) below its built-in price
+(ModelConfigError naming the file), and what it changes (`ModelConfig.changes`) is announced
+when a thread starts and recorded in its ThreadStarted event (run/session.py).
 """
 
 from __future__ import annotations
@@ -93,6 +100,14 @@ class ModelConfig:
     prices: dict[str, Price]
     default: str
     source: str | None = None  # the user file merged in, if any
+    found: bool = False  # that file was found in the current folder, not named by the user
+    changes: tuple[str, ...] = ()  # what it changes: aliases remapped or added, prices, default
+
+    def found_changes(self) -> dict[str, Any] | None:
+        """What a found models file changes, for the thread's record; None if nothing."""
+        if not self.found or not self.changes:
+            return None
+        return {"path": self.source, "changes": list(self.changes)}
 
 
 def config_path() -> Path | None:
@@ -120,7 +135,15 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _parse(data: Any, path: str) -> ModelConfig:
+def _found() -> bool:
+    """Whether a models file in effect is found in the current folder (case 3 of the module
+    docstring) rather than named by the user."""
+    return not os.environ.get("ORCHESTRATOR_MODELS_FILE") and not os.environ.get(
+        "ORCHESTRATOR_HOME"
+    )
+
+
+def _parse(data: Any, path: str, found: bool = False) -> ModelConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -131,13 +154,18 @@ def _parse(data: Any, path: str) -> ModelConfig:
             f"{path}: unknown key(s) {', '.join(unknown)}; expected aliases, prices, default"
         )
     aliases = dict(ALIASES)
+    changes: list[str] = []
     raw_aliases = data.get("aliases") or {}
     if not isinstance(raw_aliases, dict):
         raise ModelConfigError(f"{path}: aliases: must map alias names to model ids")
     for name, model in raw_aliases.items():
         if not isinstance(model, str) or not model.strip():
             raise ModelConfigError(f"{path}: aliases.{name}: expected a model id string")
-        aliases[str(name).lower()] = model.strip()
+        alias, target = str(name).lower(), model.strip()
+        if ALIASES.get(alias) != target:
+            before = f" (built in: {ALIASES[alias]})" if alias in ALIASES else " (new)"
+            changes.append(f"alias {alias} -> {target}{before}")
+        aliases[alias] = target
     prices = dict(PRICES)
     raw_prices = data.get("prices") or {}
     if not isinstance(raw_prices, dict):
@@ -156,30 +184,66 @@ def _parse(data: Any, path: str) -> ModelConfig:
                 raise ModelConfigError(f"{where}: a new model needs at least input and output")
             # Anthropic's usual multipliers: 5-minute cache write 1.25x input, cache read 0.1x.
             base = Price(0.0, 0.0, values["input"] * 1.25, values["input"] * 0.1)
-        prices[str(model)] = Price(
+        price = Price(
             values.get("input", base.input),
             values.get("output", base.output),
             values.get("cache_write", base.cache_write),
             values.get("cache_read", base.cache_read),
         )
+        builtin = PRICES.get(str(model)) or PRICES.get(_DATE_SUFFIX.sub("", str(model)))
+        if found and builtin is not None:
+            _refuse_lower(price, builtin, where)
+        if price != builtin:
+            figures = ", ".join(f"{k} {v:g}" for k, v in vars(price).items())
+            changes.append(f"price of {model}: {figures}" + ("" if builtin else " (new)"))
+        prices[str(model)] = price
     default = data.get("default") or DEFAULT_ALIAS
     if not isinstance(default, str):
         raise ModelConfigError(f"{path}: default: expected an alias or a model id")
-    return ModelConfig(aliases, prices, default, path)
+    if default != DEFAULT_ALIAS:
+        changes.append(f"default model -> {default}")
+    return ModelConfig(aliases, prices, default, path, found, tuple(changes))
+
+
+def _refuse_lower(price: Price, builtin: Price, where: str) -> None:
+    """A found models file may not make a known model cheaper: its cost limits would lie."""
+    for figure, value in vars(price).items():
+        floor = getattr(builtin, figure)
+        if value < floor:
+            raise ModelConfigError(
+                f"{where}.{figure}: {value:g} is below the built-in price {floor:g}; a models "
+                "file found in the current folder (it may have come with the repository) cannot "
+                "lower a known model's price. Set it in $ORCHESTRATOR_HOME/models.yaml or the "
+                "file named by ORCHESTRATOR_MODELS_FILE if you mean it"
+            )
+
+
+MAX_MODELS_FILE_BYTES = 1_000_000  # a models file is a few lines
 
 
 @lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int) -> ModelConfig:
-    import yaml  # deferred: most runs have no models file to read
+def _load(path: str, mtime_ns: int, found: bool = False) -> ModelConfig:
+    # deferred: most runs have no models file to read. The graph loader's YAML reader, with its
+    # limits on aliases and nesting: a found file may be hostile (an alias bomb).
+    from .spec.yamlpos import YamlSyntaxError, load_yaml
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        size = Path(path).stat().st_size
+        if size > MAX_MODELS_FILE_BYTES:
+            raise ModelConfigError(
+                f"{path}: the models file has {size:,} bytes, more than the "
+                f"{MAX_MODELS_FILE_BYTES:,} it may have"
+            )
+        data, _ = load_yaml(Path(path).read_text(encoding="utf-8"), path)
     except OSError as exc:
         raise ModelConfigError(f"{path}: cannot read models file: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ModelConfigError(f"{path}: invalid YAML: {exc}") from exc
-    return _parse(data, path)
+    except UnicodeDecodeError as exc:
+        raise ModelConfigError(f"{path}: the models file is not UTF-8 text") from exc
+    except YamlSyntaxError as exc:
+        raise ModelConfigError(
+            f"{path}: invalid YAML: line {exc.line}, column {exc.column}: {exc.message}"
+        ) from None
+    return _parse(data, path, found)
 
 
 _BUILTIN = ModelConfig(dict(ALIASES), dict(PRICES), DEFAULT_ALIAS)
@@ -194,7 +258,7 @@ def load_config() -> ModelConfig:
         mtime = path.stat().st_mtime_ns
     except OSError as exc:
         raise ModelConfigError(f"{path}: cannot read models file: {exc.strerror or exc}") from exc
-    return _load(str(path), mtime)
+    return _load(str(path), mtime, _found())
 
 
 def default_model() -> str:

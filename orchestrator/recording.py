@@ -5,6 +5,11 @@ verbatim, the rejected attempts with their errors, and the token usage. Replayin
 replies when the engine asks for step N; when the graph now routes elsewhere, or a recorded reply
 no longer satisfies the schema, the replay actor raises `ReplayDivergence` (the thread suspends
 with that message) instead of crashing.
+
+A recording is an untrusted file (it comes with a repository, a bug report, a pull request), so
+it is read with the graph loader's limits (spec/yamlpos.py: aliases, nesting, values; `yaml-limit`)
+and a size cap: an alias bomb is refused in milliseconds instead of taking gigabytes, and a child
+that is the recording itself or one of its ancestors is refused, naming the file.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import yaml
 from .actors.base import ActorError, ActReply, ActRequest, Usage
 from .core.events import Event
 from .core.steps import thread_view
-from .spec.yamlpos import Yaml12Loader
+from .spec.yamlpos import YamlSyntaxError, load_yaml
+
+RECORDING_MAX_BYTES = 100_000_000  # a recording holds whole replies: far more than a graph file
 
 RECORDING_VERSION = 1
 RECORDING_SUFFIXES = (".yaml", ".yml")
@@ -174,17 +181,36 @@ def load_recording(path: str | Path) -> Recording:
     """Read a recording file. Raises RecordingError with the file and the problem."""
     p = Path(path)
     try:
-        data = yaml.load(p.read_text(encoding="utf-8-sig"), Loader=Yaml12Loader)
+        size = p.stat().st_size
+        if size > RECORDING_MAX_BYTES:  # refused before it is read
+            raise RecordingError(
+                f"{p}: refused (yaml-limit): the file has {size:,} bytes, more than the {RECORDING_MAX_BYTES:,} a "
+                "recording may have"
+            )
+        data, _ = load_yaml(p.read_text(encoding="utf-8-sig"), str(p))
     except OSError as exc:
         raise RecordingError(f"{p}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise RecordingError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except yaml.YAMLError as exc:
-        raise RecordingError(f"{p}: not valid YAML: {exc}") from None
+    except YamlSyntaxError as exc:
+        what = "refused (yaml-limit)" if exc.code == "yaml-limit" else "not valid YAML"
+        raise RecordingError(
+            f"{p}: {what}: line {exc.line}, column {exc.column}: {exc.message}"
+        ) from None
     return parse_recording(data, str(p))
 
 
-def parse_recording(data: Any, where: str = "<recording>") -> Recording:
+def parse_recording(
+    data: Any, where: str = "<recording>", _within: tuple[int, ...] = ()
+) -> Recording:
+    """A recording from its data; `_within` holds the ids of the recordings it is a child of,
+    so that data whose child is itself (or an ancestor: YAML can say so with an alias, and data
+    built in Python can hold a cycle) is refused instead of recursing forever."""
+    if id(data) in _within:
+        raise RecordingError(
+            f"{where}: the child is the recording itself or one that contains it; a recording "
+            "cannot be its own child"
+        )
     if not isinstance(data, dict):
         raise RecordingError(f"{where}: a recording must be a YAML mapping")
     version = data.get("recording", RECORDING_VERSION)
@@ -222,7 +248,9 @@ def parse_recording(data: Any, where: str = "<recording>") -> Recording:
                 attempts=tuple(recorded_attempts),
                 usage={k: int(v) for k, v in usage.items() if isinstance(v, int)},
                 duration_s=float(took),
-                child=parse_recording(raw["child"], f"{where}: step {i} (child)")
+                child=parse_recording(
+                    raw["child"], f"{where}: step {i} (child)", (*_within, id(data))
+                )
                 if raw.get("child") is not None
                 else None,
             )

@@ -42,4 +42,6 @@ def roles(graph_arg: str | None, fmt: str) -> None:
         model = f"  model {entry.model}" if entry.model else ""
         click.echo(f"  played by  {entry.actor}{model}")
         click.echo(f"  tools      {', '.join(entry.tools) or '(none)'}")
+        if entry.restrictions:
+            click.echo(f"  limited by {'; '.join(entry.restrictions)}")
         click.echo(f"  from       {' <- '.join(entry.files)}")

@@ -78,6 +78,15 @@ class ThreadStarted(Event):
     workspace: str
     parent: str | None = None  # a subgraph's child thread: the parent thread's id
     parent_step: int | None = None  # and the parent's step it plays
+    # A models file found in the current folder that changes aliases or prices (FORMAT 22):
+    # {"path", "changes"}. Written only when there is one, so older logs read the same.
+    models_file: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.models_file is None:
+            del data["models_file"]
+        return data
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ takes microseconds, and its errors say where an expression is wrong. A guard see
     visits.ROLE how many times ROLE has committed (0 if never)
     thread.step the number of the step about to start
 
-Pure: the same state gives the same names, so guards replay like everything else.
+Pure: the same state gives the same names, so guards replay like everything else. A guard's
+cost is bounded before it runs (core/guard_cost.py: the package has no cost limit of its own).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from .guard_cost import GUARD_BUDGET, estimate, shape
 
 GUARD_NAMES = ("output", "inputs", "steps", "visits", "thread")
 
@@ -68,13 +71,26 @@ def compile_guard(expression: str) -> Any:
 
 
 def names_used(expression: str) -> list[str]:
-    """The top-level names a guard reads (for the linter's guard-var check)."""
-    return list(compile_guard(expression).variables())
+    """The top-level names a guard reads (for the linter's guard-var check).
+
+    CEL lists the names comprehensions bind (the `x` of `l.all(x, x > 0)`) among the variables;
+    they are no names the guard reads.
+    """
+    bound = shape(expression).bound
+    return [name for name in compile_guard(expression).variables() if name not in bound]
 
 
 def evaluate(expression: str, names: dict[str, Any]) -> bool:
-    """Whether the guard holds; GuardError when it fails or is not a boolean."""
+    """Whether the guard holds; GuardError when it fails, is not a boolean or would cost more
+    than its budget (core/guard_cost.py: then it does not run at all)."""
     program = compile_guard(expression)
+    cost = estimate(shape(expression), names)
+    if cost > GUARD_BUDGET:
+        raise GuardError(
+            f"it could take {cost:,} steps over these values, more than the budget of "
+            f"{GUARD_BUDGET:,} (its comprehensions nest {shape(expression).depth} deep over "
+            "lists this large); guard over smaller lists or nest less"
+        )
     context = _cel().Context()
     for name in GUARD_NAMES:
         context.add_variable(name, names.get(name, {}))

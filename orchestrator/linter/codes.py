@@ -46,6 +46,7 @@ CODES: dict[str, Severity] = {
     "guard-syntax": "error",
     "guard-var": "error",
     "guard-no-default": "error",
+    "guard-cost": "error",
     "misplaced-ending": "error",
     # fan-outs and subgraphs
     "branch-has-edges": "error",

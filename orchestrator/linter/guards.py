@@ -7,6 +7,8 @@
   inputs, steps, visits and thread; `output` on a $START edge; `output.FIELD` that the status
   taking the edge does not declare; `steps.ROLE` or `visits.ROLE` of no role; an input the graph
   does not declare.
+- guard-cost: comprehensions nested more than twice (core/guard_cost.py: the cost grows with
+  the lists' length to that power; at run time a budget bounds what is left).
 - misplaced-ending: `ending`, `outcome` or `recovery` on an edge that does not lead to $END.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.guard_cost import MAX_NESTING, shape
 from ..core.guards import GUARD_NAMES, GuardError, compile_guard, names_used
 from ..problems import did_you_mean
 from ..spec.models import END, START, Edge, Join
@@ -66,6 +69,14 @@ def _check_guard(view: GraphView, edge: ResolvedEdge, when: str) -> None:
     except GuardError as exc:
         view.report(where, "guard-syntax", f"the guard `{when}` does not parse: {exc}")
         return
+    depth = shape(when).depth
+    if depth > MAX_NESTING:
+        view.report(
+            where,
+            "guard-cost",
+            f"the guard nests comprehensions {depth} deep; at most {MAX_NESTING} are allowed",
+            "nest less, or let a role compute the answer and return it as a field",
+        )
     for name in names_used(when):
         if name not in GUARD_NAMES:
             view.report(

@@ -1,15 +1,33 @@
-"""Checks before anything is created: the thread's inputs, and the prices a cost limit needs."""
+"""Checks before anything is created: the graph, the credentials, the thread's inputs, the
+prices a cost limit needs, what a models file found in the current folder changes (FORMAT 22:
+announced and recorded), the workspace and the sandbox."""
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from ..model_config import ModelConfigError, models_file_target, price_known, resolve_model
+from ..actors.anthropic import NO_KEY, env_credentials
+from ..linter import lint
+from ..model_config import (
+    ModelConfigError,
+    load_config,
+    models_file_target,
+    price_known,
+    resolve_model,
+)
+from ..problems import has_errors
 from ..spec.models import Graph
 from ..spec.validator import compile_validator
+from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from .actors import model_settings
+from .errors import SessionError
+from .preconditions import failing
+from .warmup import import_sdk_in_background
 
 
 class InputError(ValueError):
@@ -125,3 +143,83 @@ def plays_claude(graph: Graph, seen: set[str] | None = None) -> bool:
         if child is not None and child.hash not in seen and plays_claude(child, seen):
             return True
     return False
+
+
+def found_models_file() -> dict[str, Any] | None:
+    """What a models file found in the current folder (not named by the user) changes, as the
+    thread records it: {"path", "changes"}; None when there is none or it changes nothing.
+    ModelConfigError when it is malformed or lowers a known model's price."""
+    return load_config().found_changes()
+
+
+def announce_models_file(found: dict[str, Any]) -> str:
+    return (
+        f"the models file {found['path']} was found in the current folder (it may have come "
+        "with the repository) and changes the built-in models: " + "; ".join(found["changes"])
+    )
+
+
+def check_credentials(graph: Graph) -> None:
+    """Roles Claude plays need a key: refused before anything is recorded (run and resume)."""
+    if plays_claude(graph) and not env_credentials():
+        raise SessionError(NO_KEY)
+
+
+def check_prices(graph: Graph, model: str | None = None) -> None:
+    """Refuse a cost limit that could never trip: a model of unknown price counts $0."""
+    problem = unpriced_models(graph, model)
+    if problem is not None:
+        raise SessionError(problem)
+
+
+def found_models() -> dict[str, Any] | None:
+    """`found_models_file()`, a malformed or price-lowering file refused (exit 2)."""
+    try:
+        return found_models_file()
+    except ModelConfigError as exc:
+        raise SessionError(str(exc)) from None
+
+
+def preflight(
+    graph: Graph,
+    *,
+    workspace: str | os.PathLike[str] | None,
+    replay: bool,
+    model: str | None,
+    notify: Callable[[str], None],
+) -> Path:
+    """The checks before anything is created; returns the workspace folder, resolved.
+
+    The graph lints clean; unless a recording is replayed (it calls no model, runs no tool and
+    starts no process): credentials exist for roles Claude plays, a cost limit has prices, a
+    models file found here is announced, and a sandbox can be made for roles that need one. The
+    workspace is a directory and the graph's `requires:` hold there."""
+    problems = lint(graph)
+    if has_errors(problems):
+        raise SessionError(
+            "the graph has errors; fix them before running (see `orchestrator validate`)",
+            usage=False,
+            problems=problems,
+        )
+    if not replay:
+        check_credentials(graph)
+        import_sdk_in_background(graph)  # while the thread is set up (run/warmup.py)
+        check_prices(graph, model)
+        if (found := found_models()) is not None:
+            notify(announce_models_file(found))
+    folder = Path(workspace or Path.cwd()).resolve()
+    if not folder.is_dir():
+        raise SessionError(f"the workspace {folder} is not a directory")
+    unmet = failing(graph.requires, folder)
+    if unmet:
+        raise SessionError(
+            f"graph '{graph.name}' cannot start here:\n" + "\n".join(f"  - {m}" for m in unmet),
+            usage=False,
+        )
+    if not replay:
+        problem = sandbox_problem(graph)
+        if problem is not None:
+            raise SessionError(problem, usage=False)
+        for name in unsandboxed_roles(graph):
+            notify(f"role '{name}' runs its processes without a sandbox (sandbox: off)")
+    return folder

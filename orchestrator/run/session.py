@@ -4,7 +4,7 @@ The command line (a single run, a batch, `threads ...`) and the Python API go th
 `Session`, so they cannot drift apart; threads on Temporal go through `TemporalSession`
 (orchestrator/temporal/session.py), which has the same methods:
 
-- preflight: the graph lints clean, credentials exist for roles Claude plays and a sandbox can
+- preflight (run/preflight.py): the graph lints clean, credentials exist for roles Claude plays and a sandbox can
   be made for roles that run commands (unless a recording is replayed), the workspace is a
   directory, the graph's `requires:` hold (the inputs are checked by `start`);
 - start: a git worktree on branch `orchestrator/THREAD-ID` when some role edits files or runs
@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..actors.anthropic import NO_KEY, env_credentials
 from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
@@ -38,7 +37,7 @@ from ..core.steps import ThreadView, thread_view
 from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
-from ..problems import GraphError, Problem, has_errors
+from ..problems import GraphError, has_errors
 from ..recording import Recording, ReplayActor, recording_from_events
 from ..spec.loader import load_graph
 from ..spec.models import Graph
@@ -53,7 +52,6 @@ from ..store.base import (
 )
 from ..store.sqlite import SqliteStore
 from ..telemetry import traced
-from ..tools.sandbox import sandbox_problem, unsandboxed_roles
 from ..workspace_git import (
     Worktree,
     WorktreeError,
@@ -69,29 +67,14 @@ from ..workspace_git import (
     uncommitted_changes,
 )
 from .children import child_id
+from .errors import SessionError as SessionError
 from .options import ActorFor, RunOptions, ThreadResult
-from .preconditions import failing
-from .preflight import check_inputs, plays_claude, unpriced_models
+from .preflight import check_credentials, check_inputs, check_prices, found_models, preflight
 from .prune import Pruned, prune_worktrees
 from .runner import advance
 from .waiting import Question, answer_errors, question_of
-from .warmup import import_sdk_in_background
 
 Notify = Callable[[str], None]
-
-
-class SessionError(Exception):
-    """A request the session cannot carry out; nothing was changed.
-
-    `usage` is True when the request itself is wrong (exit 2), False when the graph, the
-    workspace or the repository is (exit 1). `problems` are lint problems to show.
-    """
-
-    def __init__(self, message: str, *, usage: bool = True, problems: list[Problem] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.usage = usage
-        self.problems = problems or []
 
 
 @dataclass(frozen=True)
@@ -139,44 +122,9 @@ class Session:
         replay: bool,
         model: str | None = None,
     ) -> Path:
-        """The checks before anything is created; returns the workspace folder, resolved.
-
-        `model` is the model every role is played on (`--model`), if one is forced.
-        """
-        problems = lint(graph)
-        if has_errors(problems):
-            raise SessionError(
-                "the graph has errors; fix them before running (see `orchestrator validate`)",
-                usage=False,
-                problems=problems,
-            )
-        if not replay:
-            _check_credentials(graph)
-            import_sdk_in_background(graph)  # while the thread is set up (run/warmup.py)
-        if not replay:
-            self.check_prices(graph, model)
-        folder = Path(workspace or Path.cwd()).resolve()
-        if not folder.is_dir():
-            raise SessionError(f"the workspace {folder} is not a directory")
-        unmet = failing(graph.requires, folder)
-        if unmet:
-            raise SessionError(
-                f"graph '{graph.name}' cannot start here:\n" + "\n".join(f"  - {m}" for m in unmet),
-                usage=False,
-            )
-        if not replay:  # a replay runs no tool and starts no process
-            problem = sandbox_problem(graph)
-            if problem is not None:
-                raise SessionError(problem, usage=False)
-            for name in unsandboxed_roles(graph):
-                self.notify(f"role '{name}' runs its processes without a sandbox (sandbox: off)")
-        return folder
-
-    def check_prices(self, graph: Graph, model: str | None = None) -> None:
-        """Refuse a cost limit that could never trip: a model of unknown price counts $0."""
-        problem = unpriced_models(graph, model)
-        if problem is not None:
-            raise SessionError(problem)
+        """The checks before anything is created (run/preflight.py); returns the workspace
+        folder, resolved. `model` is the model every role is played on (`--model`), if forced."""
+        return preflight(graph, workspace=workspace, replay=replay, model=model, notify=self.notify)
 
     def start(
         self,
@@ -203,6 +151,7 @@ class Session:
             graph_hash=graph.hash,
             inputs=dict(inputs),
             workspace=str(workspace),
+            models_file=None if replay else found_models(),
         )
         state = engine.apply(ThreadState(), started)
         try:
@@ -261,8 +210,8 @@ class Session:
         if first is not None:  # a resume or an answer the thread would refuse says so first
             engine.judge(graph, self.state(thread_id), first)  # pure: raises Refused
         if replay is None and actor_for is None:  # the roles' own actors: models are called
-            _check_credentials(graph)
-            self.check_prices(graph, options.model if options is not None else None)
+            check_credentials(graph)
+            check_prices(graph, options.model if options is not None else None)
         tree = self.worktree(thread_id)
         if tree is not None:
             try:
@@ -481,9 +430,3 @@ class Session:
                 + "\n".join(f"  - {c}" for c in changes or ["(only formatting or library roles)"])
             )
         return graph
-
-
-def _check_credentials(graph: Graph) -> None:
-    """Roles Claude plays need a key: refused before anything is recorded (run and resume)."""
-    if plays_claude(graph) and not env_credentials():
-        raise SessionError(NO_KEY)

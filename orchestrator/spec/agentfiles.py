@@ -4,9 +4,12 @@ A Claude Code subagent (`.claude/agents/NAME.md`) and an OpenCode agent (`.openc
 are Markdown files whose YAML frontmatter says `description`, `tools` and `model` and whose body is
 the agent's system prompt. They become a layer under the graph's role, as a library role does:
 the body is the `goal`, the tools are mapped onto our tool sets, `model: inherit` leaves the
-graph's default. Everything else in them (`name`, `mode`, `color`, `permissionMode`, ...) means
-nothing here and is left alone. The graph's role still gives `frontmatter` (docs/format.md,
-"Roles from agent files").
+graph's default. What takes tools away is honoured, cautiously (a read-only subagent must not
+become a role that edits and runs commands): `disallowedTools` removes the set of each tool it
+names (`Bash(git:*)` counts as Bash), and `permissionMode: plan` leaves only `read`. Everything
+else in them (`name`, `mode`, `color`, ...) means nothing here and is left alone. The graph's
+role still gives `frontmatter` (docs/format.md, "Roles from agent files"), and a `tools:` it
+writes itself still overrides the agent file's.
 
 The file is looked for from the graph's folder up to its repository's root, then in the user's
 home, where each tool keeps its user-wide agents.
@@ -22,6 +25,7 @@ from typing import Any
 import frontmatter as _frontmatter
 
 from ..problems import GraphError, Problem
+from . import confine
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
 
@@ -58,6 +62,7 @@ TOOL_MAP: dict[str, str] = {
     "bash": "shell",
 }
 ALL_SETS = ("read", "edit", "shell")
+MAX_AGENT_FILE_BYTES = 10_000_000  # as a graph file (spec/loader.py); agent files are a few KB
 
 
 def agent_ref(extends: str) -> tuple[AgentKind, str] | None:
@@ -85,10 +90,29 @@ def search_folders(
 
 
 def find_agent_file(kind: AgentKind, name: str, graph_path: Path | None) -> Path | None:
+    """The nearest agent file of that name. ValueError when `name` is no agent name or the file
+    is a link out of its folder (spec/confine.py)."""
+    problem = confine.name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
     for folder in search_folders(kind, graph_path):
         candidate = folder / f"{name}.md"
         if candidate.is_file():
+            if confine.leaves(candidate, folder, agent_root(kind, folder)):
+                raise ValueError(confine.link_problem(candidate))
             return candidate
+    return None
+
+
+def agent_root(kind: AgentKind, folder: Path, home: Path | None = None) -> Path | None:
+    """The project folder an agent folder lies in, which the folder may not be a link out of;
+    None for the user's home folders, theirs to arrange (dotfiles often link them)."""
+    home = home if home is not None else Path(os.path.expanduser("~"))
+    if any(folder == home / sub for sub in kind.home):
+        return None
+    for sub in kind.project:
+        if folder.as_posix().endswith("/" + sub):
+            return folder.parents[len(Path(sub).parts) - 1]
     return None
 
 
@@ -99,12 +123,28 @@ class AgentLayer:
     data: dict[str, Any]
     smap: SourceMap
     notes: list[Problem]  # warnings: tools and models with no meaning here
+    restrictions: tuple[str, ...] = ()  # what took tools away, as `orchestrator roles` shows it
 
 
 def read_agent_file(path: Path, role: str) -> AgentLayer:
     """The role fields an agent file gives. Raises GraphError for a file that cannot be read."""
     file = _display(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_AGENT_FILE_BYTES:  # refused before it is read, as graph files are
+            raise GraphError(
+                [
+                    Problem(
+                        file,
+                        1,
+                        1,
+                        "yaml-limit",
+                        "error",
+                        f"the file has {size:,} bytes, more than the {MAX_AGENT_FILE_BYTES:,} "
+                        "an agent file may have",
+                    )
+                ]
+            )
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
@@ -143,7 +183,38 @@ def read_agent_file(path: Path, role: str) -> AgentLayer:
     if "temperature" in fields:
         data["temperature"] = fields["temperature"]
     data["tools"] = _tools(fields.get("tools"), "tools" in fields, smap, role, notes)
-    return AgentLayer(data, smap, notes)
+    removed, restrictions = _taken_away(fields, smap)
+    if removed and isinstance(data["tools"], list):
+        data["tools"] = [t for t in data["tools"] if t not in removed]
+    return AgentLayer(data, smap, notes, restrictions)
+
+
+def _taken_away(fields: dict[str, Any], smap: SourceMap) -> tuple[set[str], tuple[str, ...]]:
+    """The tool sets `disallowedTools` and `permissionMode: plan` take away, and how to say so.
+    Raises GraphError for a `disallowedTools` that is neither a list nor a comma string: an
+    unreadable restriction must not read as none."""
+    removed: set[str] = set()
+    said: list[str] = []
+    value = fields.get("disallowedTools")
+    if value is not None:
+        if isinstance(value, str):
+            names = [t.strip() for t in value.split(",") if t.strip()]
+        elif isinstance(value, list) and all(isinstance(t, str) for t in value):
+            names = [t.strip() for t in value if t.strip()]
+        else:
+            line, col = smap.at(("disallowedTools",))
+            message = "disallowedTools: expected a list of tool names or a comma-separated string"
+            raise GraphError([Problem(smap.file, line, col, "bad-type", "error", message)])
+        # `Bash(rm:*)` forbids some commands in Claude Code; here it forbids the whole set.
+        removed |= {
+            TOOL_MAP[m] for t in names if (m := t.split("(")[0].strip().lower()) in TOOL_MAP
+        }
+        if names:
+            said.append("disallowedTools: " + ", ".join(names))
+    if fields.get("permissionMode") == "plan":
+        removed |= {"edit", "shell"}
+        said.append("permissionMode: plan (read-only)")
+    return removed, tuple(said)
 
 
 def _display(path: Path) -> str:
@@ -234,9 +305,15 @@ def agent_layer(
     """The layer an agent file gives a graph's role; its warnings join the graph's notes.
     Raises GraphError (at the role's `extends`) when no such agent file is found."""
     kind, name = agent
-    found = find_agent_file(kind, name, graph_path)
+    line, col = graph_smap.at(("roles", role, "extends"))
+    try:
+        found = find_agent_file(kind, name, graph_path)
+    except ValueError as exc:
+        message = f"role '{role}' cannot extend '{kind.prefix}:{name}': {exc}"
+        raise GraphError(
+            [Problem(graph_smap.file, line, col, "unknown-extends", "error", message)]
+        ) from None
     if found is None:
-        line, col = graph_smap.at(("roles", role, "extends"))
         folders = search_folders(kind, graph_path)
         raise GraphError(
             [

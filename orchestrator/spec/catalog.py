@@ -3,18 +3,20 @@
 For a loaded graph, each role's files are the graph file and the files its `extends` chain
 borrowed fields from (a library role, an agent file). Without a graph, the role libraries the
 working folder sees and the Claude Code and OpenCode agent files found from it are listed, each
-read the way a graph's `extends` would read it.
+read the way a graph's `extends` would read it (a link out of its folder is listed, not read).
+Each row says what an agent file's `disallowedTools` and `permissionMode: plan` took away.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..problems import GraphError
-from .agentfiles import KINDS, read_agent_file, search_folders
-from .loader import ROLE_SUFFIXES, parse_role_file, role_search_dirs
+from . import confine
+from .agentfiles import KINDS, agent_root, read_agent_file, search_folders
+from .loader import ROLE_SUFFIXES, library_root, parse_role_file, role_search_dirs
 from .models import Graph, Role
 
 
@@ -28,11 +30,14 @@ class RoleEntry:
     model: str | None
     description: str
     files: tuple[str, ...]  # where its fields are written, the graph's own file first
+    # What an agent file's `disallowedTools` and `permissionMode: plan` took away (agentfiles.py)
+    restrictions: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["tools"] = list(self.tools)
         data["files"] = list(self.files)
+        data["restrictions"] = list(self.restrictions)
         return data
 
 
@@ -65,7 +70,28 @@ def describe_tool(tool: Any) -> str:
 
 def graph_roles(graph: Graph) -> list[RoleEntry]:
     """Every role of a loaded graph, in file order."""
-    return [_entry(name, role, role_files(graph, name)) for name, role in graph.roles.items()]
+    return [
+        _entry(name, role, role_files(graph, name), _restrictions(graph, name))
+        for name, role in graph.roles.items()
+    ]
+
+
+def _restrictions(graph: Graph, name: str) -> tuple[str, ...]:
+    """What the agent file of a role's `extends` chain took away, read again from it."""
+    if graph.source is None:
+        return ()
+    for path, (smap, _) in graph.source.borrowed.items():
+        if path[:2] == ("roles", name) and _is_agent_file(Path(smap.file)):
+            try:
+                return read_agent_file(Path(smap.file), name).restrictions
+            except GraphError:  # changed since the graph loaded; the loader will say so
+                return ()
+    return ()
+
+
+def _is_agent_file(path: Path) -> bool:
+    folders = {sub for kind in KINDS.values() for sub in (*kind.project, *kind.home)}
+    return path.suffix == ".md" and any(path.parent.as_posix().endswith(f) for f in folders)
 
 
 def role_files(graph: Graph, name: str) -> tuple[str, ...]:
@@ -88,7 +114,9 @@ def _display(file: str) -> str:
         return file
 
 
-def _entry(name: str, role: Role, files: tuple[str, ...]) -> RoleEntry:
+def _entry(
+    name: str, role: Role, files: tuple[str, ...], restrictions: tuple[str, ...] = ()
+) -> RoleEntry:
     return RoleEntry(
         name=name,
         # A subgraph role is played by a thread of the graph it names, not by its actor.
@@ -97,6 +125,7 @@ def _entry(name: str, role: Role, files: tuple[str, ...]) -> RoleEntry:
         model=role.model,
         description=role.description,
         files=files,
+        restrictions=restrictions,
     )
 
 
@@ -109,7 +138,9 @@ def available_roles(cwd: Path | None = None) -> list[RoleEntry]:
             continue
         for path in sorted(folder.iterdir()):
             if path.suffix in ROLE_SUFFIXES and path.stem not in entries and path.is_file():
-                entries[path.stem] = _library_entry(path)  # the first found wins, as in extends
+                # the first found wins, as in extends; a link out of the library is not read
+                refused = _refused(path.stem, path, folder, library_root(folder))
+                entries[path.stem] = refused or _library_entry(path)
     for kind in KINDS.values():
         for folder in search_folders(kind, cwd / "graph.yaml"):
             if not folder.is_dir():
@@ -117,8 +148,16 @@ def available_roles(cwd: Path | None = None) -> list[RoleEntry]:
             for path in sorted(folder.glob("*.md")):
                 ref = f"{kind.prefix}:{path.stem}"
                 if ref not in entries:
-                    entries[ref] = _agent_entry(ref, path)
+                    refused = _refused(ref, path, folder, agent_root(kind, folder))
+                    entries[ref] = refused or _agent_entry(ref, path)
     return list(entries.values())
+
+
+def _refused(name: str, path: Path, folder: Path, root: Path | None) -> RoleEntry | None:
+    """A row for a file `extends` would refuse (a link out of its folder), not read."""
+    if not confine.leaves(path, folder, root):
+        return None
+    return RoleEntry(name, "?", (), None, "(refused: a link out of its folder)", (str(path),))
 
 
 def _library_entry(path: Path) -> RoleEntry:
@@ -131,10 +170,10 @@ def _library_entry(path: Path) -> RoleEntry:
 
 def _agent_entry(ref: str, path: Path) -> RoleEntry:
     try:
-        data = read_agent_file(path, ref).data
+        layer = read_agent_file(path, ref)
     except GraphError:
-        data = {}
-    return _raw_entry(ref, data, str(path))
+        return _raw_entry(ref, {}, str(path))
+    return replace(_raw_entry(ref, layer.data, str(path)), restrictions=layer.restrictions)
 
 
 def _raw_entry(name: str, data: dict[str, Any], file: str) -> RoleEntry:

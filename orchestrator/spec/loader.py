@@ -17,7 +17,7 @@ import frontmatter as _frontmatter
 from pydantic import ValidationError
 
 from ..problems import GraphError, Problem, did_you_mean
-from . import subgraphs
+from . import confine, subgraphs
 from .actor_specs import folder_of
 from .agentfiles import agent_layer, agent_ref
 from .models import Graph, Role
@@ -193,13 +193,25 @@ def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[P
     return unique
 
 
+def library_root(folder: Path) -> Path | None:
+    """The project folder a role library lies in (None for the bundled one), which a `roles`
+    that is a symbolic link may not lead out of (spec/confine.py)."""
+    return None if folder == bundled_roles_dir() else folder.parent
+
+
 def find_library_role(name: str, dirs: list[Path]) -> Path | None:
     """The library role file for `name`; relative to the working folder when inside it, so that
-    problems name it as `validate roles/` does."""
+    problems name it as `validate roles/` does. ValueError when `name` is no role name or the
+    file is a link out of its library (spec/confine.py)."""
+    problem = confine.name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
     for folder in dirs:
         for suffix in ROLE_SUFFIXES:
             candidate = folder / f"{name}{suffix}"
             if candidate.is_file():
+                if confine.leaves(candidate, folder, library_root(folder)):
+                    raise ValueError(confine.link_problem(candidate))
                 try:
                     return candidate.relative_to(Path.cwd())
                 except (ValueError, OSError):  # outside the working folder, or it is gone
@@ -319,7 +331,13 @@ def _apply_extends(
             found_agent = agent_layer(name, agent, smap, graph_path)  # GraphError if absent
             layers.append(RoleSource(agent[1], found_agent.data, found_agent.smap))
             break
-        found = find_library_role(base, dirs)
+        try:
+            found = find_library_role(base, dirs)
+        except ValueError as exc:
+            file, line, col = _extends_at(name, smap, layers)
+            message = f"role '{name}' cannot extend '{base}': {exc}"
+            problems.append(Problem(file, line, col, "unknown-extends", "error", message))
+            break
         if found is None:
             line, col = smap.at(("roles", name, "extends")) if len(chain) == 1 else (1, 1)
             hint = did_you_mean(base, _library_names(dirs)) or "looked in: " + ", ".join(
@@ -349,6 +367,15 @@ def _apply_extends(
         smap.borrowed.pop(("roles", name, key), None)
     merged.update(raw)
     return merged
+
+
+def _extends_at(name: str, smap: SourceMap, layers: list[RoleSource]) -> tuple[str, int, int]:
+    """Where the `extends:` being followed is written: the graph's role, or the library role
+    the chain has reached."""
+    if not layers:
+        return smap.where(("roles", name, "extends"))
+    last = layers[-1]
+    return last.smap.where((*last.path_prefix, "extends"))
 
 
 def load_role(path: Path) -> Role:
