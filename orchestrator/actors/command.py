@@ -10,7 +10,9 @@ gets the orchestrator's environment without secrets (by name and by value); its 
 stderr are redacted of the orchestrator's credentials before they are stored or shown; and it
 runs in the role's sandbox: its own PID namespace and `/proc`, the filesystem read-only outside
 the workspace and the role's `sandbox: writable:` paths (an agent's config folder), network on
-unless the role says `network: false`. When no sandbox can be made the step suspends saying so,
+unless the role says `network: false`; inside the workspace, the thread's boundary
+(`tools/boundary.py`) keeps git metadata and the orchestrator's own files read-only or hidden.
+A failure says "inside the sandbox", since there a file the process needs may be out of sight. When no sandbox can be made the step suspends saying so,
 unless the role says `sandbox: off`. The process dies with the orchestrator (PR_SET_PDEATHSIG,
 kept through the sandbox), and a timeout kills its whole process group and sandbox.
 """
@@ -69,6 +71,7 @@ class CommandProcessActor:
                 self.argv,
                 workspace=request.workspace,
                 policy=policy,
+                boundary=request.boundary,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -80,12 +83,16 @@ class CommandProcessActor:
                 f"role {request.role_name!r} was not started: {exc}", "sandbox"
             ) from None
         except sandboxing.CannotStart as exc:
-            raise ActorError(f"cannot start `{name}`: {exc}", "process") from None
+            where = " inside the sandbox" if policy is not None else ""
+            raise ActorError(f"cannot start `{name}`{where}: {exc}", "process") from None
         if proc.returncode != 0:
             # Redact the whole of stderr before keeping its tail: a cut cannot show a prefix.
             tail = secrets.redact(err.decode(errors="replace")).strip().splitlines()[-5:]
             detail = (": " + " / ".join(tail)) if tail else ""
-            raise ActorError(f"`{name}` exited with status {proc.returncode}{detail}", "process")
+            where = " inside the sandbox" if policy is not None else ""
+            raise ActorError(
+                f"`{name}` exited with status {proc.returncode}{where}{detail}", "process"
+            )
         return ActReply(
             text=secrets.redact(out.decode(errors="replace")), message=secrets.redact(prompt)
         )

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..spec.models import CommandActor, Role, Sandbox
+from .boundary import Boundary, View, interpreter_paths, views
 
 if TYPE_CHECKING:
     from ..spec.models import Graph
@@ -177,11 +178,14 @@ def wrap(
     policy: Policy,
     kind: Mechanism | None = None,
     lifeline: int | None = None,
+    boundary: Boundary | None = None,
 ) -> list[str]:
     """`argv` run inside the sandbox; SandboxUnavailable when none can be made.
 
-    With `lifeline` (a pipe's read end, passed to the process), the command is stopped once
-    that pipe has no writer left (see `started`)."""
+    `boundary` is the thread's (`boundary.py`): what stays read-only or hidden inside the
+    writable paths; without one, only the workspace's own `.git`. With `lifeline` (a pipe's
+    read end, passed to the process), the command is stopped once that pipe has no writer
+    left (see `started`)."""
     kind = kind or mechanism()
     if kind is None:
         raise SandboxUnavailable("no sandbox can be made on this machine: " + INSTALL_HINT)
@@ -196,9 +200,12 @@ def wrap(
     if lifeline is not None and bash is not None:
         argv = [bash, "-p", "-c", LIFELINE_CHECK, str(lifeline), *argv]
     readable = visible_through(argv, ws, policy)
+    mounts = views(
+        boundary or Boundary.bare(ws), ws, policy.writable, hidden_roots(policy), readable
+    )
     if kind == "bwrap":
-        return _bwrap(argv, ws, policy, readable)
-    return _unshare(argv, ws, policy, readable)
+        return _bwrap(argv, ws, policy, mounts)
+    return _unshare(argv, ws, policy, mounts)
 
 
 def hidden_roots(policy: Policy) -> tuple[Path, ...]:
@@ -207,19 +214,23 @@ def hidden_roots(policy: Policy) -> tuple[Path, ...]:
 
 
 def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
-    """What under a hidden folder must stay readable: the command's own files and git metadata.
+    """What under a hidden folder must stay readable: the command's own files and interpreter.
 
     The folder of every argv element that is an existing absolute path (an agent's script, its
-    interpreter), and the `.git` of the repository the workspace is in (a thread's worktree
-    keeps it in the main checkout), when they lie under `/tmp` (or a hidden `/run`)."""
+    interpreter) and, when that folder is a virtual environment's `bin`, the environment; the
+    running interpreter's prefixes and the orchestrator's own code (a process it starts with
+    `sys.executable` needs its packages), when they lie under `/tmp` (or a hidden `/run`). The
+    repository's git metadata is the thread boundary's (`boundary.py`), never read from the
+    workspace here."""
     roots = hidden_roots(policy)
     wanted: list[Path] = []
     for arg in argv:
         if arg.startswith("/") and os.path.exists(arg):
-            wanted.append(Path(os.path.realpath(os.path.dirname(arg))))
-    git = _git_dir(ws)
-    if git is not None:
-        wanted.append(git)
+            folder = Path(os.path.realpath(os.path.dirname(arg)))
+            wanted.append(folder)
+            if (folder.parent / "pyvenv.cfg").is_file():
+                wanted.append(folder.parent)
+    wanted += interpreter_paths()
     found: list[Path] = []
     for path in wanted:
         hidden = any(path.is_relative_to(r) for r in roots)
@@ -229,28 +240,7 @@ def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
     return found
 
 
-def _git_dir(ws: Path) -> Path | None:
-    """The repository's common `.git` folder for a workspace inside a checkout or worktree."""
-    for folder in (ws, *ws.parents):
-        dot = folder / ".git"
-        if dot.is_dir():
-            return Path(os.path.realpath(dot))
-        if dot.is_file():
-            try:
-                line = dot.read_text(encoding="utf-8", errors="replace").strip()
-            except OSError:
-                return None
-            if not line.startswith("gitdir:"):
-                return None
-            gitdir = (folder / line.removeprefix("gitdir:").strip()).resolve()
-            common = gitdir / "commondir"
-            if common.is_file():
-                return (gitdir / common.read_text().strip()).resolve()
-            return gitdir
-    return None
-
-
-def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
+def _bwrap(argv: list[str], ws: Path, policy: Policy, mounts: list[View]) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bwrap is not installed: " + INSTALL_HINT)
@@ -264,17 +254,26 @@ def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> l
     args += ["--ro-bind", "/proc/sys", "/proc/sys"]
     for part in ("sysrq-trigger", "irq", "bus"):
         args += ["--ro-bind-try", f"/proc/{part}", f"/proc/{part}"]
-    args += ["--tmpfs", "/tmp"]
-    if not policy.network:
-        args += ["--tmpfs", "/run"]
-    for path in readable:
-        args += ["--ro-bind", str(path), str(path)]
-    for path in (ws, *policy.writable):
-        args += ["--bind", str(path), str(path)]
+    for view in mounts:  # ordered: a path's ancestors first, so the most specific one wins
+        path = str(view.path)
+        source = [] if view.kind in ("tmpfs", "hide") else [path]  # bound onto itself
+        args += [*_BWRAP[view.kind], *source, path]
     return [*args, "--chdir", str(ws), "--", *argv]
 
 
-def _unshare(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
+# An empty folder for `hide` is mode 0555: the sandbox's root, without capabilities, cannot
+# write it. The protected paths are bound "-try": one gone since the thread started has
+# nothing left to protect (and nothing of it to show).
+_BWRAP: dict[str, list[str]] = {
+    "tmpfs": ["--tmpfs"],
+    "hide": ["--perms", "0555", "--tmpfs"],
+    "pin": ["--bind-try"],
+    "rw": ["--bind"],
+    "ro": ["--ro-bind-try"],
+}
+
+
+def _unshare(argv: list[str], ws: Path, policy: Policy, mounts: list[View]) -> list[str]:
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
     if unshare is None or setpriv is None:
         raise SandboxUnavailable(
@@ -287,13 +286,18 @@ def _unshare(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) ->
     if os.geteuid() != 0:
         args += ["--user", "--map-root-user"]
     init = [sys.executable, "-I", "-S", str(INIT_SCRIPT), "--chdir", str(ws), "--setpriv", setpriv]
-    if not policy.network:
-        init.append("--hide-run")
-    for path in readable:
-        init += ["--readable", str(path)]
-    for path in (ws, *policy.writable):
-        init += ["--writable", str(path)]
+    for view in mounts:  # in order, as for bubblewrap
+        init += [_INIT[view.kind], str(view.path)]
     return [*args, "--", *init, "--", *argv]
+
+
+_INIT = {
+    "tmpfs": "--tmpfs",
+    "hide": "--hide",
+    "pin": "--pin",
+    "rw": "--writable",
+    "ro": "--readonly",
+}
 
 
 # --------------------------------------------------------------------------- before a run
@@ -366,7 +370,12 @@ def warn_unsandboxed(role_name: str, what: str) -> None:
 
 @contextlib.asynccontextmanager
 async def started(
-    argv: list[str], *, workspace: Path, policy: Policy | None, **options: Any
+    argv: list[str],
+    *,
+    workspace: Path,
+    policy: Policy | None,
+    boundary: Boundary | None = None,
+    **options: Any,
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """`argv` started in the sandbox (`policy`; None runs it bare) in a session of its own, tied
     to the orchestrator's life: it dies when the orchestrator dies, even while the sandbox is
@@ -392,6 +401,7 @@ async def started(
                 policy=policy,
                 kind=kind,
                 lifeline=reader if lifeline else None,
+                boundary=boundary,
             )
         try:
             process = await asyncio.create_subprocess_exec(

@@ -7,7 +7,8 @@ the `tool_result`; it never raises for anything the model did wrong, and it refu
 role was not given even if the model names them. Credentials (and their reversed and base64
 forms, and fragments of them) are redacted from every result before it is cut to a length limit
 (`scrub.py`), so a file that happens to hold the key cannot leak it into the conversation. The
-shell runs in the role's sandbox (`sandbox.py`).
+shell runs in the role's sandbox (`sandbox.py`); the thread's boundary (`boundary.py`) says
+what the file tools refuse and the sandbox keeps read-only or hidden.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from ..spec.models import Role, Sandbox
 from . import editor, search, shell
+from .boundary import Boundary, real
 from .scrub import Secrets
 from .workspace import Workspace
 
@@ -56,9 +58,14 @@ class ToolBox:
         sandbox: Sandbox | Literal["off"] | None = None,
         role_name: str = "",
         extra: Sequence[ExtraTool] = (),
+        boundary: Boundary | None = None,
     ):
         self.extra = {tool.name: tool for tool in extra}
-        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        if not isinstance(workspace, Workspace):
+            root = Path(workspace)
+            boundary = boundary or Boundary.bare(root)
+            workspace = Workspace(root, protected=boundary.protected_within(real(root)))
+        self.workspace = workspace
         self.tool_sets = frozenset(tool_sets)
         self.secrets = Secrets.from_environment(extra=secrets)
         self.editor = editor.TextEditor(
@@ -71,6 +78,7 @@ class ToolBox:
             extra_secrets=secrets,
             sandbox=sandbox,
             role_name=role_name,
+            boundary=boundary,
         )
 
     @property

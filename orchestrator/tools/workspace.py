@@ -16,6 +16,9 @@ path inside and an inode outside, and a FIFO planted in the workspace blocks who
 but a regular file with a single link (`st_nlink == 1`), checked on the opened descriptor; an
 existing file is only truncated after that check.
 
+Paths the thread's boundary protects (`boundary.py`: the thread store, the graph's files) and any
+path with a `.git` component are refused as well: they steer the orchestrator and git.
+
 The check is made when the tool runs; a process racing to swap a directory for a symlink between
 the check and the open is outside this threat model (the model's own shell, which runs in a
 sandbox, could do no better).
@@ -43,8 +46,10 @@ class PathRefused(Exception):
 
 
 class Workspace:
-    def __init__(self, root: Path | str):
+    def __init__(self, root: Path | str, protected: tuple[Path, ...] = ()):
         self.root = Path(os.path.realpath(os.fspath(root)))
+        # The thread boundary's paths (`boundary.py`): the store, the graph's files, git's.
+        self.protected = tuple(Path(os.path.realpath(p)) for p in protected)
 
     def resolve(self, user_path: str | None) -> Path:
         """The real path inside the workspace that `user_path` names, or PathRefused."""
@@ -60,6 +65,10 @@ class Workspace:
         real = Path(os.path.realpath(candidate))
         if not self.contains(real):
             raise PathRefused(f"{text}: outside the workspace; only paths inside it may be used")
+        if ".git" in real.relative_to(self.root).parts:
+            raise PathRefused(f"{text}: git metadata (.git) is not for the file tools")
+        if any(real == p or real.is_relative_to(p) for p in self.protected):
+            raise PathRefused(f"{text}: it belongs to the orchestrator and may not be used")
         return real
 
     def contains(self, real: Path) -> bool:
