@@ -289,10 +289,10 @@ class Session:
             if tree is not None:
                 finished["worktree"] = self._finish(graph, result, tree)
 
-        root, known = Path(self.state(thread_id).workspace), self._boundaries.get(thread_id)
-        fixed = trust.of_thread(root, thread_id, graph, self.directory, tree, known)
         if replay is None:  # the graph's Python code as it is now, before any role runs
             preload(trust.python_refs(graph))
+        root, known = Path(self.state(thread_id).workspace), self._boundaries.get(thread_id)
+        fixed = trust.of_thread(root, thread_id, graph, self.directory, tree, known)
         with trust.entered(fixed), traced(graph, thread_id, options) as options:  # and OTel
             result = await advance(
                 graph,

@@ -202,11 +202,17 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
     roles'."""
     found: list[Path] = []
 
-    def folder_or(folder: Path, *names: str) -> None:
+    def folder_or(folder: Path, *names: str, code: bool = False) -> None:
         if not inside(root, folder):
             found.append(folder)
-        else:
-            found.extend(real(folder / name) for name in (*names, "__pycache__"))
+            return
+        found.extend(real(folder / name) for name in names)
+        if code:
+            # Bytecode a role planted here would run at the next import (a resume): made now
+            # if the import did not make it (PYTHONDONTWRITEBYTECODE), so that it can be bound.
+            with contextlib.suppress(OSError):
+                (folder / "__pycache__").mkdir(exist_ok=True)
+            found.append(real(folder / "__pycache__"))
 
     for each in graphs(graph):
         if each.path:
@@ -215,7 +221,7 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
     for ref, folder in python_refs(graph):
         if folder:
             top = ref.partition(":")[0].split(".")[0]
-            folder_or(real(folder), f"{top}.py", top)
+            folder_or(real(folder), f"{top}.py", top, code=True)
     return [p for p in _unique(found) if os.path.lexists(p)]
 
 
