@@ -17,6 +17,7 @@ with the defence off), under bubblewrap and the `unshare` fallback:
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import subprocess
@@ -360,3 +361,40 @@ def test_the_running_interpreters_prefix_stays_visible(monkeypatch: pytest.Monke
     monkeypatch.setattr(sys, "prefix", "/tmp/ci-clone/.venv")
     seen = sandboxing.visible_through(["true"], Path("/var/tmp"), sandboxing.Policy())
     assert Path("/tmp/ci-clone/.venv") in seen
+
+
+# --------------------------------------------------------------------- moving a parent away
+
+MOVE = "mv a b && mkdir -p a/flows && echo evil > a/flows/picker.py; echo done"
+
+
+def nested(ws: Path) -> Boundary:
+    (ws / "a" / "flows").mkdir(parents=True)
+    (ws / "a" / "flows" / "picker.py").write_text(PICKER)
+    root = Path(os.path.realpath(ws))
+    return Boundary(root, read_only=(root / "a" / "flows",))
+
+
+def test_a_protected_folder_cannot_be_swapped_by_moving_its_parent(
+    mechanism: str, durable: Path
+) -> None:
+    """Attack: move the protected folder's parent away and put a folder of one's own in its
+    place. The folders between the workspace and a protected path are mount points in the
+    sandbox, which cannot be renamed."""
+    fixed = nested(durable)
+    text = shell(durable, MOVE, fixed)
+    assert (durable / "a" / "flows" / "picker.py").read_text() == PICKER, text
+    assert not (durable / "b").exists(), text
+
+
+def test_control_without_the_pins_the_parent_moves(
+    mechanism: str, durable: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Control: with the folders in between not bound (the defence off), the same command
+    replaces the protected file: the attack is real."""
+    from orchestrator.tools import boundary  # why: to switch the one defence off
+
+    monkeypatch.setattr(boundary, "_between", lambda path, writable: [])
+    fixed = nested(durable)
+    text = shell(durable, MOVE, fixed)
+    assert (durable / "a" / "flows" / "picker.py").read_text() == "evil\n", text
