@@ -1,4 +1,4 @@
-"""The trust boundary of a thread (FORMAT 22): what its roles may write, and what they may not.
+"""A thread's trust boundary: what its roles may write, and what they may not (docs/models.md).
 
 Theory of operation. A role's processes (its shell, a command actor, Claude Code, MCP servers)
 run in a sandbox that binds the workspace read-write; the file tools reach what lies inside the
@@ -356,7 +356,11 @@ def views(
     out += [View("rw", p) for p in rw]
     shown = [p for p in readable if any(inside(p, s) for s in scratch)]
     out += [View("ro", p) for p in shown if not any(inside(p, w) for w in rw)]
-    out += [View("ro", p) for p in boundary.git if os.path.lexists(p)]
+    # A `writable:` path that names git metadata itself (a role that must commit) is the one
+    # way to let a role write it; a wider one (`~`) does not.
+    asked = [w for w in writable if any(inside(w, g) for g in boundary.git)]
+    gits = [p for p in boundary.git if not any(inside(p, w) for w in asked)]
+    out += [View("ro", p) for p in gits if os.path.lexists(p)]
     out += [View("hide", p) for p in boundary.hidden if p.is_dir()]
     guarded = [p for p in boundary.read_only if os.path.lexists(p)]
     out += [View("ro", p) for p in guarded if any(inside(p, w) for w in rw)]

@@ -1,4 +1,4 @@
-"""The sandbox's views of a thread, fixed when it starts (tools/boundary.py, FORMAT 22).
+"""The sandbox's views of a thread, fixed when it starts (tools/boundary.py, the trust boundary).
 
 Attacks, each beside a control that shows the same action succeeding where it is allowed (or
 with the defence off), under bubblewrap and the `unshare` fallback:
@@ -398,3 +398,22 @@ def test_control_without_the_pins_the_parent_moves(
     fixed = nested(durable)
     text = shell(durable, MOVE, fixed)
     assert (durable / "a" / "flows" / "picker.py").read_text() == "evil\n", text
+
+
+# --------------------------------------------------------------------- committing on purpose
+
+COMMIT = "git -c user.name=T -c user.email=t@e.invalid commit -q --allow-empty -m two; git log --oneline | wc -l"
+
+
+def test_git_metadata_is_writable_only_when_a_role_names_it(mechanism: str, durable: Path) -> None:
+    """Attack: a role commits in an in-place repository (it writes `.git`): refused. Control:
+    the same command works when the role's `writable:` names the `.git` folder, the one way
+    to let a role commit; a wider `writable:` path does not open it."""
+    git = ["git", "-c", "user.name=T", "-c", "user.email=t@example.invalid"]
+    repo = durable / "repo"
+    subprocess.run([*git, "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], cwd=repo, check=True)
+    fixed = at_start(repo, graph=None, store_dir=None, worktree=None)
+    assert shell(repo, COMMIT, fixed).split()[-1] == "1"
+    assert shell(repo, COMMIT, fixed, writable=[str(durable)]).split()[-1] == "1"
+    assert shell(repo, COMMIT, fixed, writable=[str(repo / ".git")]).split()[-1] == "2"
