@@ -119,7 +119,7 @@ def _files(workspace: Workspace, base: Path) -> list[tuple[str, Path]]:
                 continue
             path = Path(dirpath) / name
             real = Path(os.path.realpath(path))
-            if not workspace.contains(real):
+            if not workspace.contains(real) or workspace.protects(real):
                 continue
             found.append((workspace.display(path), real))
     return found

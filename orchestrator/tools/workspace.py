@@ -67,12 +67,16 @@ class Workspace:
             raise PathRefused(f"{text}: outside the workspace; only paths inside it may be used")
         if ".git" in real.relative_to(self.root).parts:
             raise PathRefused(f"{text}: git metadata (.git) is not for the file tools")
-        if any(real == p or real.is_relative_to(p) for p in self.protected):
+        if self.protects(real):
             raise PathRefused(f"{text}: it belongs to the orchestrator and may not be used")
         return real
 
     def contains(self, real: Path) -> bool:
         return real == self.root or real.is_relative_to(self.root)
+
+    def protects(self, real: Path) -> bool:
+        """Whether a real path lies at or under one of the boundary's protected paths."""
+        return any(real == p or real.is_relative_to(p) for p in self.protected)
 
     def display(self, real: Path) -> str:
         """A path as the model should see it: relative to the root ("." for the root)."""

@@ -417,3 +417,29 @@ def test_git_metadata_is_writable_only_when_a_role_names_it(mechanism: str, dura
     assert shell(repo, COMMIT, fixed).split()[-1] == "1"
     assert shell(repo, COMMIT, fixed, writable=[str(durable)]).split()[-1] == "1"
     assert shell(repo, COMMIT, fixed, writable=[str(repo / ".git")]).split()[-1] == "2"
+
+
+def test_search_skips_a_store_that_is_not_a_hidden_folder(durable: Path) -> None:
+    """Attack: a store named without a dot inside the workspace is searched for its contents.
+    Control: the same text in a workspace file is found."""
+    store = durable / "state"
+    store.mkdir()
+    (store / "threads.txt").write_text("needle-in-the-store")
+    (durable / "notes.txt").write_text("needle-in-the-notes")
+    fixed = at_start(durable, graph=None, store_dir=store, worktree=None)
+    box = ToolBox(durable, ["read"], boundary=fixed)
+    text, _ = asyncio.run(box.run("search_files", {"pattern": "needle"}))
+    assert "needle-in-the-notes" in text and "needle-in-the-store" not in text, text
+
+
+def test_a_worktree_inside_the_hidden_store_stays_writable(mechanism: str, durable: Path) -> None:
+    """Control for the hidden store: a thread's worktree lives inside it and stays the role's,
+    while the store's own files next to it are out of sight and cannot be made."""
+    store = durable / ".orchestrator"
+    ws = store / "worktrees" / "T1"
+    ws.mkdir(parents=True)
+    (store / "threads.db").write_text("SQLite format 3")
+    fixed = at_start(ws, graph=None, store_dir=store, worktree=None)
+    text = shell(ws, f"echo mine > a.txt; cat {store}/threads.db; : > {store}/new.db", fixed)
+    assert (ws / "a.txt").read_text() == "mine\n", text
+    assert "SQLite" not in text and not (store / "new.db").exists(), text
