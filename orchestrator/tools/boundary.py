@@ -49,7 +49,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -96,7 +96,6 @@ class Boundary:
     git: tuple[Path, ...] = ()  # the repository's metadata: read-only, and kept visible
     read_only: tuple[Path, ...] = ()  # the graph's files and the models file
     hidden: tuple[Path, ...] = ()  # the thread store: an empty read-only folder in the sandbox
-    notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def protected(self) -> tuple[Path, ...]:
@@ -110,10 +109,10 @@ class Boundary:
     @classmethod
     def bare(cls, root: Path) -> Boundary:
         """A boundary for a step run outside a thread of this process (a Temporal worker, a
-        test): the workspace's own `.git`, if any, read-only; nothing is read from it."""
+        test): the nearest `.git` at or above the workspace, if any, read-only; nothing is read
+        from it."""
         root = real(root)
-        dot = root / ".git"
-        return cls(root, git=(dot,) if os.path.lexists(dot) else ())
+        return cls(root, git=tuple(_dot_gits(root)))
 
     def to_dict(self) -> dict[str, object]:
         return {"root": str(self.root), "git": [str(p) for p in self.git]}
@@ -288,7 +287,7 @@ def recorded(store_dir: Path | None, thread_id: str) -> Boundary | None:
 def of_thread(
     workspace: Path,
     thread_id: str,
-    graph: Graph,
+    graph: Graph | None,
     store_dir: Path | None,
     worktree: Worktree | None,
     known: Boundary | None = None,

@@ -12,8 +12,12 @@ With bubblewrap (`bwrap`, preferred):
   invisible; `/proc/1` is bubblewrap's init, whose environment is the scrubbed one;
 - the whole filesystem bound read-only, the workspace (and the role's `writable:` paths) bound
   read-write at the same paths; a private `/dev` and an empty, private `/tmp` in which only the
-  command's own files and the workspace's git metadata stay visible (`visible_through`), so
+  command's own files and the running interpreter's stay visible (`visible_through`), so
   sockets under the host's `/tmp` (tmux, ssh-agent, X11) cannot be reached;
+- over those, the thread's trust boundary (`boundary.py`, fixed when the thread started, never
+  read from the workspace here): the repository's git folders read-only (and visible under
+  `/tmp`), the thread store hidden, the graph's files read-only; `boundary.views` orders the
+  mounts, and both mechanisms make them in that order;
 - without network (`network: false`, the shell tool's default): a new network namespace with
   only a loopback of its own, and `/run` hidden behind an empty tmpfs, so host sockets there (a
   Docker socket, D-Bus) cannot be reached either;
@@ -35,7 +39,8 @@ Fallback, util-linux `unshare` + `setpriv` (when `bwrap` is missing or cannot ru
 namespaces (`--pid --fork --mount-proc --mount --ipc`, `--net` without network, `--user
 --map-root-user` when not root), then `_sandbox_init.py` as PID 1 of the new namespace mounts an
 empty tmpfs on `/tmp` and `/dev/shm` (and `/run` without network), binds the workspace and the
-`writable:` paths onto themselves, remounts every other mount read-only, and starts the command
+`writable:` paths onto themselves and makes the boundary's mounts, remounts every other mount
+(and the boundary's read-only binds) read-only, and starts the command
 through `setpriv` with no capabilities (empty bounding, inheritable and ambient sets,
 `no_new_privs`, `noroot` securebits). It does not replace `/dev` (the host's device nodes stay
 visible, read-only), which is the one difference from bubblewrap.

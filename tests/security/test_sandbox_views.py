@@ -443,3 +443,22 @@ def test_a_worktree_inside_the_hidden_store_stays_writable(mechanism: str, durab
     text = shell(ws, f"echo mine > a.txt; cat {store}/threads.db; : > {store}/new.db", fixed)
     assert (ws / "a.txt").read_text() == "mine\n", text
     assert "SQLite" not in text and not (store / "new.db").exists(), text
+
+
+def test_a_resumed_thread_uses_what_was_recorded_at_start(durable: Path, hostdir: Path) -> None:
+    """Attack: a `.git` written after the thread started (no repository then) is not what a
+    resume's boundary is made of: the record is. Control: a boundary found anew from the
+    workspace, as a per-command reading did, takes the role's `.git` into account."""
+    from orchestrator.tools import boundary as trust  # why: the record's functions
+
+    store, ws = durable / "store", durable / "ws"
+    store.mkdir()
+    ws.mkdir()
+    fixed = at_start(ws, graph=None, store_dir=store, worktree=None)
+    trust.record(fixed, store, "T1")
+    subprocess.run(["git", "init", "-q", str(hostdir)], check=True)  # a valid gitdir
+    (ws / ".git").write_text(f"gitdir: {hostdir}/.git\n")
+    resumed = trust.of_thread(ws, "T1", None, store, None)
+    assert resumed.git == () and hostdir / ".git" not in resumed.protected
+    anew = at_start(ws, graph=None, store_dir=None, worktree=None)
+    assert Path(os.path.realpath(hostdir / ".git")) in anew.git
