@@ -15,9 +15,9 @@ does nothing, because every command already starts fresh.
 - Sandbox: the command runs inside the role's sandbox (`sandbox.py`): its own PID namespace and
   `/proc`, the filesystem read-only outside the workspace and the role's `writable:` paths, no
   network unless the role's `sandbox: {network: true}`; inside the workspace the thread's
-  boundary (`boundary.py`) keeps git metadata and the orchestrator's files read-only or hidden. When no sandbox can be made the tool
-  refuses with an error result; `sandbox: off` runs the command unconfined, with a warning on
-  the orchestrator's stderr.
+  boundary (`boundary.py`) keeps git metadata and the orchestrator's files read-only or hidden.
+  When no sandbox can be made the tool refuses with an error result; `sandbox: off` runs the
+  command unconfined, with a warning on the orchestrator's stderr.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import pytest
 from orchestrator import run_thread
 from orchestrator.actors.base import ActorError, ActRequest
 from orchestrator.actors.command import CommandProcessActor
-from orchestrator.spec.models import Role
+from orchestrator.spec.models import Role, Sandbox
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.tools import sandbox as sandboxing
 from orchestrator.tools.boundary import Boundary, at_start
@@ -63,8 +63,6 @@ def durable() -> Iterator[Path]:
 
 
 def shell(ws: Path, command: str, boundary: Boundary | None, **sandbox: object) -> str:
-    from orchestrator.spec.models import Sandbox  # why: only the shell helper builds one
-
     setting = Sandbox(**sandbox) if sandbox else None  # type: ignore[arg-type]
     tool = Shell(Workspace(ws), sandbox=setting, role_name="r", boundary=boundary)
     text, _ = asyncio.run(tool.run({"command": command}))
@@ -402,7 +400,10 @@ def test_control_without_the_pins_the_parent_moves(
 
 # --------------------------------------------------------------------- committing on purpose
 
-COMMIT = "git -c user.name=T -c user.email=t@e.invalid commit -q --allow-empty -m two; git log --oneline | wc -l"
+COMMIT = (
+    "git -c user.name=T -c user.email=t@e.invalid commit -q --allow-empty -m two; "
+    "git log --oneline | wc -l"
+)
 
 
 def test_git_metadata_is_writable_only_when_a_role_names_it(mechanism: str, durable: Path) -> None:
