@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 RECORDS = "boundaries"
+STORE_FILES = ("worktrees", RECORDS, "models.yaml", ".gitignore")
 ViewKind = Literal["tmpfs", "hide", "pin", "rw", "ro"]
 # At the same path, a later mount wins: a hidden folder may hold a writable one, which may hold
 # a read-only one.
@@ -360,7 +361,11 @@ def views(
     asked = [w for w in writable if any(inside(w, g) for g in boundary.git)]
     gits = [p for p in boundary.git if not any(inside(p, w) for w in asked)]
     out += [View("ro", p) for p in gits if os.path.lexists(p)]
-    out += [View("hide", p) for p in boundary.hidden if p.is_dir()]
+    out += [View("hide", p) for p in boundary.hidden if p.is_dir() and p not in rw]
+    for store in boundary.hidden:  # the store is a writable folder itself (`--store .`): its
+        if store in rw:  # own files cannot be hidden there, only made read-only
+            mine = [store / n for n in STORE_FILES] + list(store.glob("threads.db*"))
+            out += [View("ro", p) for p in mine if os.path.lexists(p)]
     guarded = [p for p in boundary.read_only if os.path.lexists(p)]
     out += [View("ro", p) for p in guarded if any(inside(p, w) for w in rw)]
     for view in list(out):

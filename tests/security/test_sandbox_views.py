@@ -463,3 +463,17 @@ def test_a_resumed_thread_uses_what_was_recorded_at_start(durable: Path, hostdir
     assert resumed.git == () and hostdir / ".git" not in resumed.protected
     anew = at_start(ws, graph=None, store_dir=None, worktree=None)
     assert Path(os.path.realpath(hostdir / ".git")) in anew.git
+
+
+def test_a_store_that_is_the_workspace_keeps_its_files_read_only(
+    mechanism: str, durable: Path
+) -> None:
+    """Attack: with `--store .` the store cannot be hidden (it is the workspace): its database
+    and records are read-only instead. Control: a file beside them is written."""
+    (durable / "threads.db").write_text("db")
+    (durable / "boundaries").mkdir()
+    fixed = at_start(durable, graph=None, store_dir=durable, worktree=None)
+    text = shell(durable, "echo x > threads.db; echo x > boundaries/T.json; echo ok > a.txt", fixed)
+    assert (durable / "threads.db").read_text() == "db", text
+    assert not (durable / "boundaries" / "T.json").exists(), text
+    assert (durable / "a.txt").read_text() == "ok\n", text
