@@ -10,9 +10,14 @@ Two ways to look at a reference, one for each moment:
   is imported with that folder first on `sys.path`, and only while importing: afterwards the
   folder leaves `sys.path` and the folder's modules leave `sys.modules`, so two graphs that both
   have a `helpers.py` each get their own, and nothing of one graph is visible to the next. A
-  module found elsewhere (an installed package) is imported the ordinary way. Loaded functions
-  are kept per process, keyed by the module file's modification time, so an edited file is
-  imported afresh by the next step that uses it.
+  module found elsewhere (an installed package) is imported the ordinary way.
+- `preload(refs)`: when a thread starts or resumes, before any of its roles runs, the session
+  imports every reference its graph names afresh; the steps then `load` the functions imported
+  then. A module changed on disk during the thread (by a role: it should not be able to, the
+  boundary keeps the graph's files read-only, but by anyone else too) is not picked up until
+  the thread is resumed or another starts: what runs is what the thread started with, never
+  what a step left behind. A reference not loaded yet (a Temporal worker) is imported at its
+  first step and kept for the process's life.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,33 +137,46 @@ def _top_nodes(body: list[ast.stmt]) -> list[ast.stmt]:
 # --------------------------------------------------------------------------- loading
 
 _lock = threading.Lock()  # sys.path and sys.modules are the process's: one import at a time
-_loaded: dict[tuple[str, str, float], Callable[..., Any]] = {}
+_loaded: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
 def load(ref: str, folder: str | Path | None) -> Callable[..., Any]:
-    """The function a reference names, imported (see the module docstring)."""
-    module_name, function_name = split(ref)
-    file, local = _module_file(module_name, folder)  # no source parsing: the import will tell
-    found = Found(module_name, function_name, file, local)
-    key = (ref, str(folder or ""), _mtime(found.file))
+    """The function a reference names: the one imported when the thread started (`preload`),
+    else imported now and kept (see the module docstring)."""
+    key = (ref, str(folder or ""))
     with _lock:
         if key in _loaded:
             return _loaded[key]
-        module = _import(found, Path(folder) if found.local and folder is not None else None)
-        function = getattr(module, found.function, None)
-        if function is None:
-            raise PyRefError(f"module '{found.module}' has no function '{found.function}'")
-        if not callable(function):
-            raise PyRefError(f"'{ref}' is a {type(function).__name__}, not a function")
+        function = _fresh(ref, folder)
         _loaded[key] = function
         return function
 
 
-def _mtime(file: Path | None) -> float:
-    try:
-        return file.stat().st_mtime if file is not None else 0.0
-    except OSError:
-        return 0.0
+def preload(refs: Iterable[tuple[str, str | None]]) -> None:
+    """Import every `(ref, folder)` afresh, for the steps of a thread starting or resuming.
+
+    One that fails is forgotten: its step imports it again and suspends with why."""
+    with _lock:
+        for ref, folder in refs:
+            key = (ref, str(folder or ""))
+            _loaded.pop(key, None)
+            try:
+                _loaded[key] = _fresh(ref, folder)
+            except PyRefError:
+                continue
+
+
+def _fresh(ref: str, folder: str | Path | None) -> Callable[..., Any]:
+    module_name, function_name = split(ref)
+    file, local = _module_file(module_name, folder)  # no source parsing: the import will tell
+    found = Found(module_name, function_name, file, local)
+    module = _import(found, Path(folder) if found.local and folder is not None else None)
+    function = getattr(module, found.function, None)
+    if function is None:
+        raise PyRefError(f"module '{found.module}' has no function '{found.function}'")
+    if not callable(function):
+        raise PyRefError(f"'{ref}' is a {type(function).__name__}, not a function")
+    return function
 
 
 def _import(found: Found, folder: Path | None) -> Any:

@@ -31,7 +31,9 @@ from orchestrator.actors.command import CommandProcessActor
 from orchestrator.spec.models import Graph, Role, Sandbox
 from orchestrator.tools import Workspace
 from orchestrator.tools import sandbox as sandboxing
-from orchestrator.tools.sandbox import policy_for, sandbox_problem
+from orchestrator.tools.boundary import at_start
+from orchestrator.tools.sandbox import policy_for
+from orchestrator.tools.sandbox_needs import sandbox_problem, unsandboxed_roles
 from orchestrator.tools.shell import Shell
 from tests.process_helpers import COMMAND_ACTOR_STEP, live_with, marker, wait_until
 
@@ -521,9 +523,7 @@ def test_sandbox_problem(
         SANDBOXED.replace("SANDBOX", f"sandbox: {{ writable: [{tmp_path}/nope] }}")
     )
     assert "writable paths do not exist" in (sandbox_problem(missing) or "")
-    assert sandboxing.unsandboxed_roles(
-        make_graph(SANDBOXED.replace("SANDBOX", "sandbox: off"))
-    ) == ["dev"]
+    assert unsandboxed_roles(make_graph(SANDBOXED.replace("SANDBOX", "sandbox: off"))) == ["dev"]
 
 
 def test_host_tmp_is_hidden_but_git_metadata_and_the_agents_files_stay(
@@ -541,7 +541,10 @@ def test_host_tmp_is_hidden_but_git_metadata_and_the_agents_files_stay(
         ["git", "worktree", "add", "-q", str(tmp_path / "wt")], cwd=repo, env=env, check=True
     )
     (tmp_path / "other.txt").write_text("private")
-    text, err = shell(tmp_path / "wt", f"cat {tmp_path}/other.txt; git log --oneline | wc -l")
+    # The thread's boundary, found when it starts (tools/boundary.py), shows the git metadata.
+    fixed = at_start(tmp_path / "wt", graph=None, store_dir=None, worktree=None)
+    command = f"cat {tmp_path}/other.txt; git log --oneline | wc -l"
+    text, err = shell(tmp_path / "wt", command, boundary=fixed)
     assert "private" not in text and text.split()[-1] == "1", text
     script = tmp_path / "tools" / "agent.py"
     script.parent.mkdir()

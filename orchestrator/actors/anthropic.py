@@ -145,7 +145,9 @@ class AnthropicActor:
         spent = _Spent()
         try:
             # The role's Python and MCP tools; its MCP servers live as long as the thread.
-            async with extra_tools(request.role, request.role_name, request.workspace) as extra:
+            async with extra_tools(
+                request.role, request.role_name, request.workspace, request.boundary
+            ) as extra:
                 return await self._play(request, spent, extra)
         except ToolSetupFailed as exc:
             raise ActorError(exc.message, exc.kind) from None
@@ -240,6 +242,7 @@ class AnthropicActor:
                         sandbox=role.sandbox,
                         role_name=request.role_name,
                         extra=extra,
+                        boundary=request.boundary,
                     )
                 text, is_error = await toolbox.run(block.name, block.input)
                 progress.tool_done(block.name, block.id, is_error)

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.events import SuspendKind
 from ..spec.models import Role
 from .progress import OnProgress
+
+if TYPE_CHECKING:
+    from ..tools.boundary import Boundary
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ class ActRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     graph_name: str = ""
+    # The thread's trust boundary (tools/boundary.py), fixed when it started: what the role's
+    # sandbox and file tools keep read-only or hidden. None: the workspace's `.git` only.
+    boundary: Boundary | None = field(default=None, compare=False, repr=False)
     # Told what happens during the step (tokens, tool calls), for a display; never recorded.
     progress: OnProgress | None = field(default=None, compare=False, repr=False)
 

@@ -212,7 +212,9 @@ def write_launcher(folder: Path, cli: str, request: ActRequest) -> Path:
         own.mkdir(parents=True, exist_ok=True)
         policy = replace(policy, writable=(*policy.writable, sandboxing.expand(str(own))))
         try:
-            argv = sandboxing.wrap(argv, workspace=request.workspace, policy=policy)
+            argv = sandboxing.wrap(
+                argv, workspace=request.workspace, policy=policy, boundary=request.boundary
+            )
         except sandboxing.SandboxUnavailable as exc:
             raise ActorError(
                 f"role {request.role_name!r} was not started: {exc}", "sandbox"

@@ -10,8 +10,10 @@ gets the orchestrator's environment without secrets (by name and by value); its 
 stderr are redacted of the orchestrator's credentials before they are stored or shown; and it
 runs in the role's sandbox: its own PID namespace and `/proc`, the filesystem read-only outside
 the workspace and the role's `sandbox: writable:` paths (an agent's config folder), network on
-unless the role says `network: false`. When no sandbox can be made the step suspends saying so,
-unless the role says `sandbox: off`. The process dies with the orchestrator (PR_SET_PDEATHSIG,
+unless the role says `network: false`; inside the workspace, the thread's boundary
+(`tools/boundary.py`) keeps git metadata and the orchestrator's own files read-only or hidden.
+A failure says "inside the sandbox", since there a file the process needs may be out of sight.
+When no sandbox can be made the step suspends saying so, unless the role says `sandbox: off`. The process dies with the orchestrator (PR_SET_PDEATHSIG,
 kept through the sandbox), and a timeout kills its whole process group and sandbox. The
 sandbox's limits (`tools/limits.py`) bound its processes, memory and disk; a process stopped by
 one suspends the step with a sentence naming the limit and the `sandbox:` key that raises it.
@@ -71,6 +73,7 @@ class CommandProcessActor:
                 self.argv,
                 workspace=request.workspace,
                 policy=policy,
+                boundary=request.boundary,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -83,12 +86,14 @@ class CommandProcessActor:
                 f"role {request.role_name!r} was not started: {exc}", "sandbox"
             ) from None
         except sandboxing.CannotStart as exc:
-            raise ActorError(f"cannot start `{name}`: {exc}", "process") from None
+            where = " inside the sandbox" if policy is not None else ""
+            raise ActorError(f"cannot start `{name}`{where}: {exc}", "process") from None
         if proc.returncode != 0:
             # Redact the whole of stderr before keeping its tail: a cut cannot show a prefix.
             tail = secrets.redact(err.decode(errors="replace")).strip().splitlines()[-5:]
             detail = (": " + " / ".join(tail)) if tail else ""
-            said = f"`{name}` exited with status {proc.returncode}{detail}"
+            where = " inside the sandbox" if policy is not None else ""
+            said = f"`{name}` exited with status {proc.returncode}{where}{detail}"
             raise ActorError(said + (f" ({hit})" if hit else ""), "process")
         return ActReply(
             text=secrets.redact(out.decode(errors="replace")), message=secrets.redact(prompt)

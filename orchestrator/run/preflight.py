@@ -23,7 +23,7 @@ from ..model_config import (
 from ..problems import has_errors
 from ..spec.models import Graph
 from ..spec.validator import compile_validator
-from ..tools.sandbox import sandbox_problem, unsandboxed_roles
+from ..tools.sandbox_needs import sandbox_problem, unsandboxed_roles
 from .actors import model_settings
 from .errors import SessionError
 from .preconditions import failing

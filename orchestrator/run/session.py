@@ -9,8 +9,9 @@ The command line (a single run, a batch, `threads ...`) and the Python API go th
   directory, the graph's `requires:` hold (the inputs are checked by `start`);
 - start: a git worktree on branch `orchestrator/THREAD-ID` when some role edits files or runs
   commands and the workspace is in a repository (unless in place or replaying), then the
-  ThreadStarted event;
-- advance: the runner, with the worktree recreated if it was removed, and the work committed on
+  ThreadStarted event, and the thread's trust boundary found and recorded (tools/boundary.py);
+- advance: the runner, with the worktree recreated if it was removed, the graph's Python code
+  imported afresh and the boundary entered before any role runs, and the work committed on
   the thread's branch when the thread completes;
 - resume, answer, cancel: requests judged by the moderator (a refusal raises `Refused`);
 - prune: the worktrees of threads that ended, and their merged branches;
@@ -38,6 +39,7 @@ from ..graphdiff import graph_changes
 from ..ids import new_thread_id
 from ..linter import lint
 from ..problems import GraphError, has_errors
+from ..pyref import preload
 from ..recording import Recording, ReplayActor, recording_from_events
 from ..spec.loader import load_graph
 from ..spec.models import Graph
@@ -52,6 +54,7 @@ from ..store.base import (
 )
 from ..store.sqlite import SqliteStore
 from ..telemetry import traced
+from ..tools import boundary as trust
 from ..workspace_git import (
     Worktree,
     WorktreeError,
@@ -106,6 +109,7 @@ class Session:
     def __init__(self, store: EventStore, *, notify: Notify | None = None):
         self.store = store
         self.notify: Notify = notify or (lambda text: None)
+        self._boundaries: dict[str, trust.Boundary] = {}  # found at start, by thread
 
     @property
     def directory(self) -> Path | None:
@@ -165,6 +169,10 @@ class Session:
             if tree is not None:  # no thread will ever use it
                 discard_worktree(tree)
             raise
+        # Before any role runs: the git folders, asked of git now, recorded for the resumes.
+        fixed = trust.at_start(workspace, graph=graph, store_dir=self.directory, worktree=tree)
+        self._boundaries[thread_id] = fixed
+        trust.record(fixed, self.directory, thread_id)
         return Started(thread_id, workspace, tree, self.store.events(thread_id)[0])
 
     def _isolate(self, graph: Graph, folder: Path, thread_id: str) -> Worktree | None:
@@ -232,7 +240,11 @@ class Session:
             if tree is not None:
                 finished["worktree"] = self._finish(graph, result, tree)
 
-        with traced(graph, thread_id, options) as options:  # OpenTelemetry, when asked for
+        if replay is None:  # the graph's Python code as it is now, before any role runs
+            preload(trust.python_refs(graph))
+        root, known = Path(self.state(thread_id).workspace), self._boundaries.get(thread_id)
+        fixed = trust.of_thread(root, thread_id, graph, self.directory, tree, known)
+        with trust.entered(fixed), traced(graph, thread_id, options) as options:  # and OTel
             result = await advance(
                 graph,
                 self.store,

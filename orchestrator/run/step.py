@@ -29,6 +29,8 @@ from ..core.events import SuspendKind
 from ..core.outcomes import ActorFailed, NeedsPerson, Outcome, PreconditionFailed, Replied
 from ..core.state import ThreadState
 from ..spec.models import Graph, Role
+from ..tools.boundary import Boundary
+from ..tools.boundary import current as current_boundary
 from .actors import model_settings
 from .memory import SessionMemory, dropped_note
 from .preconditions import afailing
@@ -54,7 +56,11 @@ class StepPlan:
     graph_name: str = ""
 
     def request(
-        self, role: Role, workspace: Path, progress: OnProgress | None = None
+        self,
+        role: Role,
+        workspace: Path,
+        progress: OnProgress | None = None,
+        boundary: Boundary | None = None,
     ) -> ActRequest:
         return ActRequest(
             thread_id=self.thread_id,
@@ -72,6 +78,7 @@ class StepPlan:
             temperature=self.temperature,
             graph_name=self.graph_name,
             progress=progress,
+            boundary=boundary,
         )
 
 
@@ -119,10 +126,17 @@ def plan_step(
 
 
 async def perform_step(
-    plan: StepPlan, role: Role, root: Path, actor: Any, progress: OnProgress | None = None
+    plan: StepPlan,
+    role: Role,
+    root: Path,
+    actor: Any,
+    progress: OnProgress | None = None,
+    boundary: Boundary | None = None,
 ) -> Outcome:
     """Ask the actor; its reply, or why there is none, as an outcome. `progress` is told what
     happens during the step (actors that can tell: tokens, tool calls), for a display.
+    `boundary` is the thread's (tools/boundary.py), by default the one the session entered for
+    the thread it advances (a bare one on a Temporal worker).
 
     `root` is the thread's workspace, resolved. A cancellation (Ctrl-C, a cancel from elsewhere,
     a Temporal activity cancelled) goes through to the caller, which knows what it means.
@@ -146,7 +160,8 @@ async def perform_step(
         await sdk_imported()  # the rest of a background import is start-up, not this step
     started = time.monotonic()
     try:
-        reply = await actor.play(plan.request(role, workspace, progress))
+        fixed = boundary or current_boundary(root)
+        reply = await actor.play(plan.request(role, workspace, progress, fixed))
     except HumanNeeded:
         return NeedsPerson(plan.step)
     except ActorError as exc:

@@ -1,20 +1,23 @@
 """PID 1 of the fallback sandbox (`sandbox.py`, util-linux `unshare`): mounts, then the command.
 
 Run as `python -I -S _sandbox_init.py --chdir WS --setpriv PATH --size BYTES --rlimits
-NAME=VALUE,... [--hide-run] --writable PATH... -- ARGV...` by `unshare --pid --fork --mount-proc
---mount --propagation private ...`, so it is PID 1 of a new PID namespace and root of a new mount
-namespace (of a user namespace when the orchestrator is not root). Standard library only: it
-runs with `-I -S`, outside the package.
+NAME=VALUE,... [--KIND PATH]... -- ARGV...` by
+`unshare --pid --fork --mount-proc --mount --propagation private ...`, so it is PID 1 of a new
+PID namespace and root of a new mount namespace (of a user namespace when the orchestrator is
+not root). Standard library only: it runs with `-I -S`, outside the package. The mounts are the
+thread boundary's (`boundary.views`), in the order given (a path's ancestors first): `--tmpfs`
+an empty folder (`/tmp`, `/run`), `--hide` an empty one of mode 0555 (the thread store),
+`--writable` and `--pin` bound read-write onto themselves, `--readonly` bound read-only.
 
-1. Hold each writable path (an `O_PATH` descriptor) before anything is mounted over it.
+1. Hold each path to bind (an `O_PATH` descriptor) before anything is mounted over it; a
+   `--readonly` or `--pin` path that is gone is skipped (nothing left to protect).
 2. A minimal `/dev` (tmpfs with the null, zero, full, random, urandom and tty nodes bound from the
-   host, a new devpts instance, its own `/dev/shm`), an empty `/tmp`, and, without network, an
-   empty `/run`; `/tmp`, `/dev/shm` and `/run` hold at most `--size` bytes each (`limits.py`).
-3. The writable paths, and the readable ones (the command's files and the workspace's git
-   metadata that lie under the new `/tmp` or `/run`), bound onto themselves from the held
-   descriptors.
-4. Every other mount remounted read-only (its nosuid/nodev/noexec flags kept); a mount that may
-   not be remounted fails the start (exit 125) rather than stay writable.
+   host, a new devpts instance, its own `/dev/shm`); `/dev/shm` and every `--tmpfs` folder hold
+   at most `--size` bytes (`limits.py`).
+3. The mounts, in order, binds from the held descriptors.
+4. Every mount whose most specific rule is the host's or `--readonly` remounted read-only (its
+   nosuid/nodev/noexec flags kept); a mount that may not be remounted fails the start (exit 125)
+   rather than stay writable.
 5. Set the rlimits (`--rlimits`, e.g. `FSIZE=1073741824,NPROC=512`) here, inside the user
    namespace, where RLIMIT_NPROC counts the sandbox's processes only.
 6. Start the command through `setpriv` with no capabilities and `no_new_privs`, wait for it while
@@ -43,8 +46,8 @@ MOUNT_FLAGS = {
     "nodiratime": MS_NODIRATIME,
     "relatime": MS_RELATIME,
 }
-VALUED = ("--writable", "--readable", "--chdir", "--setpriv", "--size", "--rlimits")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+BINDS = ("writable", "pin", "readonly")  # bound onto themselves: `readonly` made read-only
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -111,45 +114,60 @@ def bind(path: str, fd: int) -> None:
     os.close(fd)
 
 
+def governing(point: str, ops: list[tuple[str, str]]) -> str:
+    """The kind of the most specific mount made over `point` ("host" for the host's own)."""
+    found, length = "host", -1
+    for kind, path in ops:
+        if under(point, [path]) and len(path) >= length:
+            found, length = kind, len(path)
+    return found
+
+
 def main(argv: list[str]) -> int:
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1 :]
-    writable: list[str] = []
-    readable: list[str] = []
-    chdir, setpriv, hide_run, size, rlimits = "/", "setpriv", False, "", ""
+    ops: list[tuple[str, str]] = []  # (kind, path) in the order to mount them
+    chdir, setpriv, size, rlimits = "/", "setpriv", "", ""
     i = 0
     while i < len(options):
-        if options[i] == "--hide-run":
-            hide_run = True
-        elif options[i] in VALUED:
-            value = options[i + 1]
-            i += 1
-            if options[i - 1] == "--size":
-                size = f",size={value}"
-            elif options[i - 1] == "--rlimits":
-                rlimits = value
-            elif options[i - 1] == "--writable":
-                writable.append(value)
-            elif options[i - 1] == "--readable":
-                readable.append(value)
-            elif options[i - 1] == "--chdir":
-                chdir = value
-            else:
-                setpriv = value
-        i += 1
+        name, value = options[i], options[i + 1]
+        i += 2
+        if name == "--chdir":
+            chdir = value
+        elif name == "--setpriv":
+            setpriv = value
+        elif name == "--size":
+            size = f",size={value}"
+        elif name == "--rlimits":
+            rlimits = value
+        else:
+            ops.append((name.removeprefix("--"), value))
     try:
-        shown = [(path, os.open(path, os.O_PATH)) for path in readable]
-        held = [(path, os.open(path, os.O_PATH)) for path in writable]
+        held: dict[str, int] = {}
+        for kind, path in ops:  # held before anything is mounted over them
+            if kind in BINDS:
+                try:
+                    held[path] = os.open(path, os.O_PATH)
+                except FileNotFoundError:
+                    if kind == "writable":
+                        raise
         devices = {name: os.open(f"/dev/{name}", os.O_PATH) for name in DEVICES}
-        scratch = ["/tmp"] + (["/run"] if hide_run and os.path.isdir("/run") else [])
-        for path in scratch:
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777" + size)
         make_dev(devices, size)
-        for path, fd in shown + held:  # the readable ones are made read-only below
-            bind(path, fd)
-        keep = [*writable, *scratch, "/dev"]
+        done: list[tuple[str, str]] = [("dev", "/dev")]
+        for kind, path in ops:
+            if kind in ("tmpfs", "hide"):
+                if path == "/run" and not os.path.isdir(path):
+                    continue
+                os.makedirs(path, exist_ok=True)  # a hidden store inside another tmpfs
+                mode = "mode=1777" + size if kind == "tmpfs" else "mode=0555"
+                mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, mode)
+            elif path in held:
+                bind(path, held.pop(path))
+            else:
+                continue
+            done.append((kind, path))
         for point, flags in mount_points():
-            if under(point, keep):
+            if governing(point, done) not in ("host", "readonly"):
                 continue
             try:
                 mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)

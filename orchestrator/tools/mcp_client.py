@@ -21,7 +21,8 @@ suspended step. Secrets: the server gets the `mcp` package's minimal environment
 SHELL, TERM, USER, LOGNAME) plus the entry's `env`, where `${NAME}` is taken from the
 orchestrator's environment: a secret reaches a server only when the graph names it there. The
 process runs in the role's sandbox like a command actor (network on, files read-only outside the
-workspace), unless the role says `sandbox: off`.
+workspace, the thread boundary's paths inside it read-only or hidden), unless the role says
+`sandbox: off`; a server that fails to start there says "inside the sandbox".
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any, Literal
 
 from ..spec.models import McpServer, Sandbox
 from . import sandbox as sandboxing
+from .boundary import Boundary
 from .scrub import Secrets
 
 START_TIMEOUT = 30.0
@@ -81,8 +83,17 @@ class McpTool:
 class Server:
     """One running server: a task that holds its client session open until `stop()`."""
 
-    def __init__(self, spec: McpServer, argv: list[str], env: dict[str, str], cwd: Path):
+    def __init__(
+        self,
+        spec: McpServer,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        *,
+        sandboxed: bool = False,
+    ):
         self.spec = spec
+        self.sandboxed = sandboxed
         self.argv = argv
         self.env = env
         self.cwd = cwd
@@ -116,7 +127,8 @@ class Server:
         if not self._task.done():
             self._failure = f"it did not answer the MCP handshake within {START_TIMEOUT:g} s"
         await self._halt()
-        message = f"MCP server `{self.label}` did not start: {self._failure}{self._tail()}"
+        where = " inside the sandbox" if self.sandboxed else ""
+        message = f"MCP server `{self.label}` did not start{where}: {self._failure}{self._tail()}"
         self._stderr.close()
         raise ServerFailed(message)
 
@@ -215,7 +227,12 @@ class ServerPool:
         self._lock = asyncio.Lock()
 
     async def server(
-        self, spec: McpServer, cwd: Path, sandbox: Sandbox | Literal["off"], role: str
+        self,
+        spec: McpServer,
+        cwd: Path,
+        sandbox: Sandbox | Literal["off"],
+        role: str,
+        boundary: Boundary | None = None,
     ) -> Server:
         key = json.dumps([spec.model_dump(mode="json"), str(cwd), str(sandbox)], sort_keys=True)
         async with self._lock:
@@ -224,7 +241,8 @@ class ServerPool:
                 return found
             if found is not None:  # it died since: start it again
                 await found.stop()
-            server = Server(spec, _argv(spec, cwd, sandbox, role), _environment(spec), cwd)
+            argv = _argv(spec, cwd, sandbox, role, boundary)
+            server = Server(spec, argv, _environment(spec), cwd, sandboxed=sandbox != "off")
             await server.start()
             self._servers[key] = server
             return server
@@ -269,6 +287,7 @@ async def role_mcp_tools(
     cwd: Path,
     sandbox: Sandbox | Literal["off"],
     role: str,
+    boundary: Boundary | None = None,
 ) -> list[McpTool]:
     """The tools of the role's servers, each server started if it is not running yet."""
     if not specs:
@@ -279,17 +298,23 @@ async def role_mcp_tools(
         raise ServerFailed(INSTALL) from None
     tools: list[McpTool] = []
     for spec in specs:
-        server = await pool.server(spec, cwd, sandbox, role)
+        server = await pool.server(spec, cwd, sandbox, role, boundary)
         tools += server.tools
     return tools
 
 
-def _argv(spec: McpServer, cwd: Path, setting: Sandbox | Literal["off"], role: str) -> list[str]:
+def _argv(
+    spec: McpServer,
+    cwd: Path,
+    setting: Sandbox | Literal["off"],
+    role: str,
+    boundary: Boundary | None,
+) -> list[str]:
     policy = sandboxing.policy_for(setting, agent=True)
     if policy is None:
         return list(spec.command)
     try:
-        return sandboxing.wrap(list(spec.command), workspace=cwd, policy=policy)
+        return sandboxing.wrap(list(spec.command), workspace=cwd, policy=policy, boundary=boundary)
     except sandboxing.SandboxUnavailable as exc:
         raise ServerFailed(
             f"MCP server `{' '.join(spec.command)}` was not started: {exc}"

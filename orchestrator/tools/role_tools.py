@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.events import SuspendKind
 from ..pyref import PyRefError
 from ..spec.models import PythonTool, Role
+from .boundary import Boundary
 from .mcp_client import ServerFailed, role_mcp_tools, servers_for_step
 from .pytools import load_tool
 from .toolbox import ExtraTool, tool_definitions
@@ -30,7 +31,9 @@ class ToolSetupFailed(Exception):
 
 
 @asynccontextmanager
-async def extra_tools(role: Role, name: str, workspace: Path) -> AsyncIterator[list[ExtraTool]]:
+async def extra_tools(
+    role: Role, name: str, workspace: Path, boundary: Boundary | None = None
+) -> AsyncIterator[list[ExtraTool]]:
     python: list[ExtraTool] = []
     for entry in role.tools:
         if isinstance(entry, PythonTool):
@@ -42,7 +45,9 @@ async def extra_tools(role: Role, name: str, workspace: Path) -> AsyncIterator[l
                 ) from None
     async with servers_for_step() as pool:
         try:
-            served = await role_mcp_tools(role.mcp_servers, pool, workspace, role.sandbox, name)
+            served = await role_mcp_tools(
+                role.mcp_servers, pool, workspace, role.sandbox, name, boundary
+            )
         except ServerFailed as exc:
             raise ToolSetupFailed(f"role {name!r}: {exc.message}", SuspendKind.PROCESS) from None
         tools: list[ExtraTool] = [*python, *served]

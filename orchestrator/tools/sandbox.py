@@ -12,8 +12,12 @@ With bubblewrap (`bwrap`, preferred):
   invisible; `/proc/1` is bubblewrap's init, whose environment is the scrubbed one;
 - the whole filesystem bound read-only, the workspace (and the role's `writable:` paths) bound
   read-write at the same paths; a private `/dev` and an empty, private `/tmp` in which only the
-  command's own files and the workspace's git metadata stay visible (`visible_through`), so
+  command's own files and the running interpreter's stay visible (`visible_through`), so
   sockets under the host's `/tmp` (tmux, ssh-agent, X11) cannot be reached;
+- over those, the thread's trust boundary (`boundary.py`, fixed when the thread started, never
+  read from the workspace here): the repository's git folders read-only (and visible under
+  `/tmp`), the thread store hidden, the graph's files read-only; `boundary.views` orders the
+  mounts, and both mechanisms make them in that order;
 - without network (`network: false`, the shell tool's default): a new network namespace with
   only a loopback of its own, and `/run` hidden behind an empty tmpfs, so host sockets there (a
   Docker socket, D-Bus) cannot be reached either;
@@ -35,7 +39,8 @@ Fallback, util-linux `unshare` + `setpriv` (when `bwrap` is missing or cannot ru
 namespaces (`--pid --fork --mount-proc --mount --ipc`, `--net` without network, `--user
 --map-root-user` when not root), then `_sandbox_init.py` as PID 1 of the new namespace mounts an
 empty tmpfs on `/tmp` and `/dev/shm` (and `/run` without network), binds the workspace and the
-`writable:` paths onto themselves, remounts every other mount read-only, and starts the command
+`writable:` paths onto themselves and makes the boundary's mounts, remounts every other mount
+(and the boundary's read-only binds) read-only, and starts the command
 through `setpriv` with no capabilities (empty bounding, inheritable and ambient sets,
 `no_new_privs`, `noroot` securebits). It does not replace `/dev` (the host's device nodes stay
 visible, read-only), which is the one difference from bubblewrap.
@@ -68,12 +73,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..spec.models import CommandActor, Role, Sandbox
+from ..spec.models import Sandbox
 from . import limits as limiting
+from .boundary import Boundary, View, interpreter_paths, views
 from .limits import Limits
 
 if TYPE_CHECKING:
-    from ..spec.models import Graph
+    pass
 
 Mechanism = Literal["bwrap", "unshare"]
 FORCE_VARIABLE = "ORCHESTRATOR_SANDBOX_WITH"
@@ -194,13 +200,16 @@ def wrap(
     policy: Policy,
     kind: Mechanism | None = None,
     lifeline: int | None = None,
+    boundary: Boundary | None = None,
     counted: bool | None = None,
 ) -> list[str]:
     """`argv` run inside the sandbox; SandboxUnavailable when none can be made.
 
-    With `lifeline` (a pipe's read end, passed to the process), the command is stopped once
-    that pipe has no writer left (see `started`). `counted`: whether the caller put the sandbox
-    in a cgroup (`limits.py`); None: a cgroup of its own (`limits.make_loose_cgroup`) if any."""
+    `boundary` is the thread's (`boundary.py`): what stays read-only or hidden inside the
+    writable paths; without one, only the workspace's own `.git`. With `lifeline` (a pipe's
+    read end, passed to the process), the command is stopped once that pipe has no writer
+    left (see `started`). `counted`: whether the caller put the sandbox in a cgroup
+    (`limits.py`); None: a cgroup of its own (`limits.make_loose_cgroup`) if any."""
     kind = kind or mechanism()
     if kind is None:
         raise SandboxUnavailable("no sandbox can be made on this machine: " + INSTALL_HINT)
@@ -221,9 +230,12 @@ def wrap(
     if lifeline is not None and bash is not None:
         argv = [bash, "-p", "-c", LIFELINE_CHECK, str(lifeline), *argv]
     readable = visible_through(argv, ws, policy)
+    mounts = views(
+        boundary or Boundary.bare(ws), ws, policy.writable, hidden_roots(policy), readable
+    )
     if kind == "bwrap":
-        return join + _bwrap(argv, ws, policy, readable)
-    return join + _unshare(argv, ws, policy, readable, rlimits)
+        return join + _bwrap(argv, ws, policy, mounts)
+    return join + _unshare(argv, ws, policy, mounts, rlimits)
 
 
 def hidden_roots(policy: Policy) -> tuple[Path, ...]:
@@ -232,19 +244,23 @@ def hidden_roots(policy: Policy) -> tuple[Path, ...]:
 
 
 def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
-    """What under a hidden folder must stay readable: the command's own files and git metadata.
+    """What under a hidden folder must stay readable: the command's own files and interpreter.
 
     The folder of every argv element that is an existing absolute path (an agent's script, its
-    interpreter), and the `.git` of the repository the workspace is in (a thread's worktree
-    keeps it in the main checkout), when they lie under `/tmp` (or a hidden `/run`)."""
+    interpreter) and, when that folder is a virtual environment's `bin`, the environment; the
+    running interpreter's prefixes and the orchestrator's own code (a process it starts with
+    `sys.executable` needs its packages), when they lie under `/tmp` (or a hidden `/run`). The
+    repository's git metadata is the thread boundary's (`boundary.py`), never read from the
+    workspace here."""
     roots = hidden_roots(policy)
     wanted: list[Path] = []
     for arg in argv:
         if arg.startswith("/") and os.path.exists(arg):
-            wanted.append(Path(os.path.realpath(os.path.dirname(arg))))
-    git = _git_dir(ws)
-    if git is not None:
-        wanted.append(git)
+            folder = Path(os.path.realpath(os.path.dirname(arg)))
+            wanted.append(folder)
+            if (folder.parent / "pyvenv.cfg").is_file():
+                wanted.append(folder.parent)
+    wanted += interpreter_paths()
     found: list[Path] = []
     for path in wanted:
         hidden = any(path.is_relative_to(r) for r in roots)
@@ -254,28 +270,7 @@ def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
     return found
 
 
-def _git_dir(ws: Path) -> Path | None:
-    """The repository's common `.git` folder for a workspace inside a checkout or worktree."""
-    for folder in (ws, *ws.parents):
-        dot = folder / ".git"
-        if dot.is_dir():
-            return Path(os.path.realpath(dot))
-        if dot.is_file():
-            try:
-                line = dot.read_text(encoding="utf-8", errors="replace").strip()
-            except OSError:
-                return None
-            if not line.startswith("gitdir:"):
-                return None
-            gitdir = (folder / line.removeprefix("gitdir:").strip()).resolve()
-            common = gitdir / "commondir"
-            if common.is_file():
-                return (gitdir / common.read_text().strip()).resolve()
-            return gitdir
-    return None
-
-
-def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> list[str]:
+def _bwrap(argv: list[str], ws: Path, policy: Policy, mounts: list[View]) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bwrap is not installed: " + INSTALL_HINT)
@@ -291,18 +286,28 @@ def _bwrap(argv: list[str], ws: Path, policy: Policy, readable: list[Path]) -> l
     args += ["--ro-bind", "/proc/sys", "/proc/sys"]
     for part in ("sysrq-trigger", "irq", "bus"):
         args += ["--ro-bind-try", f"/proc/{part}", f"/proc/{part}"]
-    args += [*size, "--tmpfs", "/tmp"]
-    if not policy.network:
-        args += [*size, "--tmpfs", "/run"]
-    for path in readable:
-        args += ["--ro-bind", str(path), str(path)]
-    for path in (ws, *policy.writable):
-        args += ["--bind", str(path), str(path)]
+    for view in mounts:  # ordered: a path's ancestors first, so the most specific one wins
+        path = str(view.path)
+        source = [] if view.kind in ("tmpfs", "hide") else [path]  # bound onto itself
+        sized = size if view.kind == "tmpfs" else []  # a hidden folder takes no writes at all
+        args += [*sized, *_BWRAP[view.kind], *source, path]
     return [*args, "--chdir", str(ws), "--", *argv]
 
 
+# An empty folder for `hide` is mode 0555: the sandbox's root, without capabilities, cannot
+# write it. The protected paths are bound "-try": one gone since the thread started has
+# nothing left to protect (and nothing of it to show).
+_BWRAP: dict[str, list[str]] = {
+    "tmpfs": ["--tmpfs"],
+    "hide": ["--perms", "0555", "--tmpfs"],
+    "pin": ["--bind-try"],
+    "rw": ["--bind"],
+    "ro": ["--ro-bind-try"],
+}
+
+
 def _unshare(
-    argv: list[str], ws: Path, policy: Policy, readable: list[Path], rlimits: str
+    argv: list[str], ws: Path, policy: Policy, mounts: list[View], rlimits: str
 ) -> list[str]:
     unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
     if unshare is None or setpriv is None:
@@ -317,65 +322,18 @@ def _unshare(
         args += ["--user", "--map-root-user"]
     init = [sys.executable, "-I", "-S", str(INIT_SCRIPT), "--chdir", str(ws), "--setpriv", setpriv]
     init += ["--size", str(policy.limits.disk_mb * limiting.MB), "--rlimits", rlimits]
-    if not policy.network:
-        init.append("--hide-run")
-    for path in readable:
-        init += ["--readable", str(path)]
-    for path in (ws, *policy.writable):
-        init += ["--writable", str(path)]
+    for view in mounts:  # in order, as for bubblewrap
+        init += [_INIT[view.kind], str(view.path)]
     return [*args, "--", *init, "--", *argv]
 
 
-# --------------------------------------------------------------------------- before a run
-
-
-def needs_sandbox(role: Role) -> str | None:
-    """What of the role runs in a sandbox ("shell commands", "agent process"), or None."""
-    if role.sandbox == "off":
-        return None
-    if isinstance(role.actor, CommandActor):
-        return "agent process"
-    if role.actor == "claude-code" and "shell" not in role.tools:
-        return "Claude Code"  # with `shell`, Claude Code's own sandbox runs its commands
-    if role.actor == "anthropic" and "shell" in role.tools:
-        return "shell commands"
-    if role.actor == "anthropic" and role.mcp_servers:
-        return "MCP servers"
-    return None
-
-
-def unsandboxed_roles(graph: Graph) -> list[str]:
-    """The roles that start processes and said `sandbox: off`."""
-    return [
-        name
-        for name, role in graph.roles.items()
-        if role.sandbox == "off"
-        and (isinstance(role.actor, CommandActor) or "shell" in role.tools or role.mcp_servers)
-    ]
-
-
-def sandbox_problem(graph: Graph) -> str | None:
-    """Why some role's sandbox cannot be made on this machine, or None when all can."""
-    needing = {name: what for name, role in graph.roles.items() if (what := needs_sandbox(role))}
-    if not needing:
-        return None
-    problems: list[str] = []
-    if mechanism() is None:
-        listed = ", ".join(f"{name!r} ({what})" for name, what in needing.items())
-        problems.append(
-            f"roles {listed} must run in a sandbox, and none can be made on this machine: "
-            + INSTALL_HINT
-        )
-    for name in needing:
-        setting = graph.roles[name].sandbox
-        policy = policy_for(setting, agent=isinstance(graph.roles[name].actor, CommandActor))
-        missing = missing_writable(policy) if policy else []
-        if missing:
-            problems.append(
-                f"role {name!r}: sandbox writable paths do not exist: "
-                + ", ".join(str(p) for p in missing)
-            )
-    return "; ".join(problems) or None
+_INIT = {
+    "tmpfs": "--tmpfs",
+    "hide": "--hide",
+    "pin": "--pin",
+    "rw": "--writable",
+    "ro": "--readonly",
+}
 
 
 _warned: set[str] = set()
@@ -396,7 +354,12 @@ def warn_unsandboxed(role_name: str, what: str) -> None:
 
 @contextlib.asynccontextmanager
 async def started(
-    argv: list[str], *, workspace: Path, policy: Policy | None, **options: Any
+    argv: list[str],
+    *,
+    workspace: Path,
+    policy: Policy | None,
+    boundary: Boundary | None = None,
+    **options: Any,
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """`argv` started in the sandbox (`policy`; None runs it bare) in a session of its own, tied
     to the orchestrator's life: it dies when the orchestrator dies, even while the sandbox is
@@ -425,6 +388,7 @@ async def started(
                 policy=policy,
                 kind=kind,
                 lifeline=reader if lifeline else None,
+                boundary=boundary,
                 counted=group is not None,
             )
         prepare = functools.partial(_prepare, os.getpid(), tie, group) if tie or group else None

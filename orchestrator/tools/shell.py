@@ -14,9 +14,10 @@ does nothing, because every command already starts fresh.
   reversed and base64 forms, and long fragments of them) before it is cut (`scrub.py`).
 - Sandbox: the command runs inside the role's sandbox (`sandbox.py`): its own PID namespace and
   `/proc`, the filesystem read-only outside the workspace and the role's `writable:` paths, no
-  network unless the role's `sandbox: {network: true}`. When no sandbox can be made the tool
-  refuses with an error result; `sandbox: off` runs the command unconfined, with a warning on
-  the orchestrator's stderr.
+  network unless the role's `sandbox: {network: true}`; inside the workspace the thread's
+  boundary (`boundary.py`) keeps git metadata and the orchestrator's files read-only or hidden.
+  When no sandbox can be made the tool refuses with an error result; `sandbox: off` runs the
+  command unconfined, with a warning on the orchestrator's stderr.
 - Limits: the sandbox bounds processes, memory and disk (`limits.py`); a command that hit one
   gets an error result that names the limit and the `sandbox:` key that raises it.
 """
@@ -28,6 +29,7 @@ from typing import Any, Literal
 
 from ..spec.models import Sandbox
 from . import sandbox as sandboxing
+from .boundary import Boundary
 from .scrub import Secrets, safe_environment
 from .workspace import Workspace
 
@@ -52,8 +54,10 @@ class Shell:
         extra_secrets: tuple[str, ...] = (),
         sandbox: Sandbox | Literal["off"] | None = None,
         role_name: str = "",
+        boundary: Boundary | None = None,
     ):
         self.workspace = workspace
+        self.boundary = boundary
         self.timeout = timeout
         self.max_output = max_output
         self.extra_secrets = extra_secrets
@@ -78,6 +82,7 @@ class Shell:
                 ["bash", "-c", command],
                 workspace=self.workspace.root,
                 policy=self.policy,
+                boundary=self.boundary,
                 env=safe_environment(extra_secrets=self.extra_secrets),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,

@@ -7,8 +7,9 @@ the `tool_result`; it never raises for anything the model did wrong, and it refu
 role was not given even if the model names them. Credentials (and their reversed and base64
 forms, and fragments of them) are redacted from every result before it is cut to a length limit
 (`scrub.py`), so a file that happens to hold the key cannot leak it into the conversation. The
-shell runs in the role's sandbox (`sandbox.py`). The file tools refuse `.git` and the
-`protected` paths (the thread store, the graph's folder) and follow no symlink (`workspace.py`).
+shell runs in the role's sandbox (`sandbox.py`); the thread's boundary (`boundary.py`) says
+what the file tools refuse and the sandbox keeps read-only or hidden; the file tools also refuse
+`.git` and follow no symlink (`workspace.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Literal, Protocol
 
 from ..spec.models import Role, Sandbox
 from . import editor, search, shell
+from .boundary import Boundary, real
 from .scrub import Secrets
 from .workspace import Workspace
 
@@ -58,11 +60,15 @@ class ToolBox:
         role_name: str = "",
         extra: Sequence[ExtraTool] = (),
         protected: Iterable[Path | str] = (),
+        boundary: Boundary | None = None,
     ):
         self.extra = {tool.name: tool for tool in extra}
-        self.workspace = (
-            workspace if isinstance(workspace, Workspace) else Workspace(workspace, protected)
-        )
+        if not isinstance(workspace, Workspace):
+            root = Path(workspace)
+            boundary = boundary or Boundary.bare(root)
+            guarded = [*boundary.protected_within(real(root)), *protected]
+            workspace = Workspace(root, protected=guarded)
+        self.workspace = workspace
         self.tool_sets = frozenset(tool_sets)
         self.secrets = Secrets.from_environment(extra=secrets)
         self.editor = editor.TextEditor(
@@ -75,6 +81,7 @@ class ToolBox:
             extra_secrets=secrets,
             sandbox=sandbox,
             role_name=role_name,
+            boundary=boundary,
         )
 
     @property
