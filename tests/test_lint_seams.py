@@ -1,0 +1,101 @@
+"""The seams users and third-party clients found in `validate` and the editor schema (issue 22):
+each test here failed before its fix."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from orchestrator.linter import lint_graph_file
+from orchestrator.problems import Problem
+
+ROLES = """
+roles:
+  planner:
+    description: plans
+    goal: You plan.
+    frontmatter:
+      type: object
+      properties:
+        plan: { type: string }
+        confidence: { type: number }
+        done: { type: boolean }
+        features:
+          type: array
+          items:
+            type: object
+            properties:
+              name: { type: string }
+              size: { type: integer }
+              owner:
+                type: object
+                properties: { login: { type: string } }
+            required: [name]
+      required: [plan, confidence, done, features]
+  writer:
+    description: writes
+    goal: You write.
+    frontmatter:
+      type: object
+      properties:
+        text: { type: string }
+      required: [text]
+"""
+
+FOR_EACH = """
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan {{{$inputs.task}}}" }
+  planner:
+    _:
+      for_each: features
+      as: feature
+      role: writer
+      prompt: "PROMPT"
+      join: { role: $END, prompt: "JOIN" }
+"""
+
+
+def lint_text(tmp_path: Path, edges: str, roles: str = ROLES) -> list[Problem]:
+    path = tmp_path / "g.yaml"
+    text = f"name: g\ndescription: test\n{textwrap.dedent(roles)}{textwrap.dedent(edges)}"
+    path.write_text(text, encoding="utf-8")
+    return [p for p in lint_graph_file(path) if p.code != "unused-role"]
+
+
+def codes(problems: list[Problem]) -> list[str]:
+    return [p.code for p in problems]
+
+
+def for_each(tmp_path: Path, prompt: str, join: str = "{{{plan}}}") -> list[Problem]:
+    return lint_text(tmp_path, FOR_EACH.replace("PROMPT", prompt).replace("JOIN", join))
+
+
+# --------------------------------------------------------------------------- 1. item fields
+
+
+def test_the_item_fields_of_a_for_each_are_checked(tmp_path: Path) -> None:
+    problems = for_each(tmp_path, "Write {{{feature.nam}}}")
+    assert codes(problems) == ["template-var"]
+    assert "feature.nam" in problems[0].message
+    assert "'name'" in problems[0].hint  # did you mean
+
+
+def test_declared_item_fields_and_nested_ones_are_clean(tmp_path: Path) -> None:
+    prompt = "Write {{{feature.name}}} ({{feature.size}}) {{#feature.owner}}{{{feature.owner.login}}}{{/feature.owner}}"
+    assert for_each(tmp_path, prompt) == []
+
+
+def test_a_misspelt_nested_item_field(tmp_path: Path) -> None:
+    problems = for_each(tmp_path, "Write {{{feature.owner.logn}}}")
+    assert codes(problems) == ["template-var"]
+    assert "login" in problems[0].hint
+
+
+def test_an_item_of_unknown_shape_is_not_checked(tmp_path: Path) -> None:
+    # items declared without properties (or a list of unknown items): any field may be there
+    roles = ROLES.replace("            required: [name]\n", "").replace(
+        "            type: object\n            properties:", "            x-fields:"
+    )
+    edges = FOR_EACH.replace("PROMPT", "{{{feature.anything}}}").replace("JOIN", "x")
+    assert lint_text(tmp_path, edges, roles) == []
