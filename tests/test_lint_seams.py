@@ -99,3 +99,58 @@ def test_an_item_of_unknown_shape_is_not_checked(tmp_path: Path) -> None:
     )
     edges = FOR_EACH.replace("PROMPT", "{{{feature.anything}}}").replace("JOIN", "x")
     assert lint_text(tmp_path, edges, roles) == []
+
+
+# --------------------------------------------------------------------------- 2. guard types
+
+GUARDED = """
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan {{{$inputs.task}}}" }
+  planner:
+    _:
+      - { when: "WHEN", role: writer, prompt: "Write {{{plan}}}" }
+      - { role: $END, prompt: "Gave up" }
+  writer:
+    _: { role: $END, prompt: "Done" }
+"""
+
+
+def guarded(tmp_path: Path, when: str) -> list[Problem]:
+    return lint_text(tmp_path, GUARDED.replace("WHEN", when))
+
+
+def test_a_guard_comparing_a_number_with_a_string_is_a_type_error(tmp_path: Path) -> None:
+    problems = guarded(tmp_path, "output.confidence >= '0.8'")
+    assert codes(problems) == ["guard-type"]
+    assert "output.confidence" in problems[0].message or "overload" in problems[0].message
+    lines = (tmp_path / "g.yaml").read_text().splitlines()
+    assert "0.8" in lines[problems[0].line - 1]  # the guard's line
+
+
+def test_guards_of_the_right_types_are_clean(tmp_path: Path) -> None:
+    for when in (
+        "output.confidence >= 0.8",
+        "output.confidence >= 1",  # CEL orders int and double
+        "output.done && output.plan != ''",
+        "size(output.features) > 2 && output.features[0].name == 'x'",
+        "visits.planner < 3 && thread.step > 1 && inputs.task != ''",
+    ):
+        assert guarded(tmp_path, when) == [], when
+
+
+def test_type_errors_behind_a_short_circuit_and_in_arithmetic(tmp_path: Path) -> None:
+    for when in (
+        "output.done && output.confidence > 'high'",
+        "!output.done || output.confidence > 'high'",
+        "output.plan + 1 > 2",
+        "output.features[0].size > 'big'",
+        "output.done > 1",
+    ):
+        assert codes(guarded(tmp_path, when)) == ["guard-type"], when
+
+
+def test_a_guard_that_gives_no_boolean(tmp_path: Path) -> None:
+    problems = guarded(tmp_path, "output.confidence")
+    assert codes(problems) == ["guard-type"]
+    assert "true or false" in problems[0].message

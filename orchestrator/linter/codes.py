@@ -45,6 +45,7 @@ CODES: dict[str, Severity] = {
     # guards and endings
     "guard-syntax": "error",
     "guard-var": "error",
+    "guard-type": "error",
     "guard-no-default": "error",
     "misplaced-ending": "error",
     # fan-outs and subgraphs
