@@ -154,3 +154,29 @@ def test_a_guard_that_gives_no_boolean(tmp_path: Path) -> None:
     problems = guarded(tmp_path, "output.confidence")
     assert codes(problems) == ["guard-type"]
     assert "true or false" in problems[0].message
+
+
+# --------------------------------------------------------------------------- 3. a branch's status
+
+PARALLEL = """
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan {{{$inputs.task}}}" }
+  planner:
+    _:
+      parallel:
+        - { role: writer, prompt: "Write {{{plan}}}" }
+      join: { role: $END, prompt: "JOIN" }
+"""
+
+
+def test_status_inside_branches_is_the_branch_status(tmp_path: Path) -> None:
+    join = "{{#$branches}}{{{role}}}: {{{status}}} {{{$body}}}{{/$branches}} after {{{$status}}}"
+    assert lint_text(tmp_path, PARALLEL.replace("JOIN", join)) == []
+
+
+def test_dollar_status_inside_branches_is_flagged(tmp_path: Path) -> None:
+    join = "{{#$branches}}{{{role}}} said {{{$status}}}{{/$branches}}"
+    problems = lint_text(tmp_path, PARALLEL.replace("JOIN", join))
+    assert codes(problems) == ["branch-status"]
+    assert "{{{status}}}" in problems[0].hint

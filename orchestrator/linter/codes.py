@@ -57,6 +57,7 @@ CODES: dict[str, Severity] = {
     # templates
     "template-syntax": "error",
     "template-var": "error",
+    "branch-status": "error",
     "optional-var": "warning",
     "html-escape": "warning",
     "empty-prompt": "error",
