@@ -180,3 +180,36 @@ def test_dollar_status_inside_branches_is_flagged(tmp_path: Path) -> None:
     problems = lint_text(tmp_path, PARALLEL.replace("JOIN", join))
     assert codes(problems) == ["branch-status"]
     assert "{{{status}}}" in problems[0].hint
+
+
+# --------------------------------------------------------------------------- 4. misspelt keywords
+
+SINGLE = """
+graph:
+  $START:
+    _: { role: writer, prompt: "Write {{{$inputs.task}}}" }
+  writer:
+    _: { role: $END, prompt: "Done" }
+"""
+
+
+def with_key(tmp_path: Path, key: str) -> list[Problem]:
+    roles = ROLES.replace("      required: [text]\n", f"      {key}: [text]\n")
+    return [p for p in lint_text(tmp_path, SINGLE, roles) if p.code != "optional-var"]
+
+
+def test_a_misspelt_keyword_is_an_error(tmp_path: Path) -> None:
+    for key, meant in (("requird", "required"), ("Required", "required"), ("itmes", "items")):
+        problems = with_key(tmp_path, key)
+        assert [(p.code, p.severity) for p in problems] == [("misspelt-schema-keyword", "error")], (
+            key
+        )
+        assert f"'{meant}'" in problems[0].hint, key
+
+
+def test_a_distant_unknown_keyword_stays_a_warning(tmp_path: Path) -> None:
+    for key in ("mustHave", "example", "nullable"):
+        problems = with_key(tmp_path, key)
+        assert [(p.code, p.severity) for p in problems] == [
+            ("unknown-schema-keyword", "warning")
+        ], key

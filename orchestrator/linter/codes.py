@@ -33,6 +33,7 @@ CODES: dict[str, Severity] = {
     "invalid-json-schema": "error",
     "external-ref": "error",
     "unknown-schema-keyword": "warning",
+    "misspelt-schema-keyword": "error",
     # shape
     "start-edge": "error",
     "end-has-edges": "error",
