@@ -213,3 +213,95 @@ def test_a_distant_unknown_keyword_stays_a_warning(tmp_path: Path) -> None:
         assert [(p.code, p.severity) for p in problems] == [
             ("unknown-schema-keyword", "warning")
         ], key
+
+
+# --------------------------------------------------------------------------- 5. messages
+
+STATUSES = """
+roles:
+  writer:
+    description: writes
+    goal: You write.
+    frontmatter:
+      type: object
+      properties:
+        $status: { enum: [done, STATUS] }
+        text: { type: string }
+      required: [$status, text]
+graph:
+  $START:
+    _: { role: writer, prompt: "Write {{{$inputs.task}}}" }
+  writer:
+    done: { role: $END, prompt: "Done" }
+    EDGE
+"""
+
+
+def statuses(tmp_path: Path, status: str, edge: str) -> list[Problem]:
+    return lint_text(tmp_path, STATUSES.replace("STATUS", status).replace("EDGE", edge), "")
+
+
+def test_a_bad_outcome_is_one_problem(tmp_path: Path) -> None:
+    problems = statuses(tmp_path, "failed", 'failed: { role: $END, prompt: "no", outcome: fail }')
+    assert [(p.code, p.message) for p in problems] == [
+        ("bad-type", "graph.writer.failed.outcome: must be 'success' or 'failure'")
+    ]
+
+
+def test_a_guarded_list_with_a_bad_key_is_one_problem(tmp_path: Path) -> None:
+    edge = 'failed:\n      - { role: $END, prompt: "no", when: "true", outcom: failure }\n'
+    edge += '      - { role: $END, prompt: "no" }'
+    problems = statuses(tmp_path, "failed", edge)
+    assert [p.code for p in problems] == ["unknown-key"]
+
+
+def test_a_status_misspelt_in_the_schema_is_named_where_it_is(tmp_path: Path) -> None:
+    # the schema's enum has the typo; the edge key is right: the hint must not tell the user to
+    # copy the typo into the graph without saying where the other spelling is
+    problems = statuses(tmp_path, "faild", 'failed: { role: $END, prompt: "no" }')
+    assert [p.code for p in problems] == ["unknown-status-edge"]
+    hint = problems[0].hint
+    assert "'faild'" in hint and "schema" in hint
+    lines = (tmp_path / "g.yaml").read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "faild" in text)
+    assert f"line {line}" in hint
+
+
+def test_tabs_in_yaml_get_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text("name: g\ndescription: x\nroles:\n\twriter: {}\ngraph: {}\n")
+    (problem,) = lint_graph_file(path)
+    assert problem.code == "yaml-syntax" and (problem.line, problem.column) == (4, 1)
+    assert "tabs" in problem.hint
+
+
+def test_a_bad_indent_in_yaml_gets_a_hint(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text("name: g\nroles:\n  writer:\n    description: d\n   goal: g\ngraph: {}\n")
+    (problem,) = lint_graph_file(path)
+    assert problem.code == "yaml-syntax" and "indent" in problem.hint
+
+
+FAN_OUT_GUARDED = """
+graph:
+  $START:
+    _: { role: planner, prompt: "Plan {{{$inputs.task}}}" }
+  planner:
+    _:
+      - when: "output.plan > 3"
+        parallel: [{ role: writer, prompt: "Write {{{plan}}}" }]
+        join: { role: $END, prompt: "x" }
+      - { role: $END, prompt: "none" }
+"""
+
+
+def test_a_failing_guard_on_a_fan_out_names_no_none(tmp_path: Path) -> None:
+    from orchestrator.spec.loader import load_graph  # the engine's part: only for this test
+    from orchestrator.testing import reply, simulate
+
+    assert codes(lint_text(tmp_path, FAN_OUT_GUARDED)) == ["guard-type"]  # and g.yaml is written
+    graph = load_graph(tmp_path / "g.yaml")
+    planned = reply(None, plan="p", confidence=0.5, done=True, features=[{"name": "a"}])
+    trace = simulate(graph, [planned])
+    assert trace.state == "suspended"
+    assert "guard" in (trace.reason or "") and "None" not in (trace.reason or ""), trace.reason

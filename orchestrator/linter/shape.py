@@ -7,8 +7,11 @@ the key is read as the status misspelled: one problem with a did-you-mean, not t
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..problems import did_you_mean
 from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND
+from .codes import Where
 from .flow import reachable_roles
 from .view import GraphView
 
@@ -161,7 +164,14 @@ def _report_unknown_status(
     if statuses == [SINGLE_EXIT]:
         hint = "this role's schema declares no `$status`, so its one exit is `_`"
     elif pair is not None:
-        hint = f"did you mean '{pair}'?"
+        # Either side may be the typo: a misspelt `const` in the schema would otherwise be
+        # copied into the graph. Name where the schema's spelling is.
+        file, line, _ = _declared_at(view, role, pair)
+        place = f"line {line}" if file == view.at()[0] else f"{file}:{line}"
+        hint = (
+            f"did you mean '{pair}'? The schema of '{role}' declares '{pair}' ({place}); if that "
+            f"is the typo, write '{status}' there instead"
+        )
     else:
         hint = f"'{role}' can reply: {', '.join(statuses)}"
     view.report(
@@ -170,3 +180,34 @@ def _report_unknown_status(
         f"graph.{key} has an edge for '{status}', a status role '{role}' cannot reply",
         hint,
     )
+
+
+def _declared_at(view: GraphView, role: str, status: str) -> Where:
+    """Where a role's schema declares a status: the `const` or `enum` entry under a `$status`
+    property (the frontmatter itself when it cannot be found)."""
+    base: tuple[str | int, ...] = ("roles", role, "frontmatter")
+
+    def find(node: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+        if isinstance(node, dict):
+            status_schema = node.get("properties", {})
+            status_schema = (
+                status_schema.get("$status") if isinstance(status_schema, dict) else None
+            )
+            if isinstance(status_schema, dict):
+                if status_schema.get("const") == status:
+                    return (*path, "properties", "$status", "const")
+                enum = status_schema.get("enum")
+                if isinstance(enum, list) and status in enum:
+                    return (*path, "properties", "$status", "enum", enum.index(status))
+            items: list[tuple[str | int, Any]] = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            return None
+        for key, value in items:
+            found = find(value, (*path, key))
+            if found is not None:
+                return found
+        return None
+
+    return view.at(*base, *(find(view.roles[role].frontmatter, ()) or ()))
