@@ -12,7 +12,15 @@ from .models import MISSING_FIELD, TOOL_SETS, Defaults, Edge, Graph, Limits, Rol
 
 # What a union member says when the value has the other shape (an edge that is one mapping is
 # not "a valid list" of edges): noise when another member reports inside the value.
-SHAPE_ERRORS = frozenset({"list_type", "dict_type", "model_type", "model_attributes_type"})
+SHAPE_ERRORS = frozenset(
+    {"list_type", "dict_type", "model_type", "model_attributes_type", "literal_error"}
+)
+# Strict fields (models.py): what to write instead of a quoted number or a YAML 1.1 `yes`.
+TYPE_HINTS = {
+    "int_type": 'a whole number, without quotes (5, not "5" or true)',
+    "float_type": 'a number, without quotes (0.5, not "0.5")',
+    "bool_type": "true or false, without quotes (yes, no, on and off are text)",
+}
 
 
 def _strip_union_tags(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
@@ -121,7 +129,15 @@ def problems_from_validation(
             )
         else:
             file, line, col = locate(path, False)
-            problem = Problem(file, line, col, "bad-type", "error", f"{dotted}: {_message(err)}")
+            problem = Problem(
+                file,
+                line,
+                col,
+                "bad-type",
+                "error",
+                f"{dotted}: {_message(err)}",
+                TYPE_HINTS.get(kind, ""),
+            )
         # union members each report; keep the first problem per path
         problems.setdefault(path + (problem.code,), problem)
     return list(problems.values())
