@@ -6,6 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from orchestrator.linter import lint_graph_file
 from orchestrator.problems import Problem
 
@@ -305,3 +307,37 @@ def test_a_failing_guard_on_a_fan_out_names_no_none(tmp_path: Path) -> None:
     trace = simulate(graph, [planned])
     assert trace.state == "suspended"
     assert "guard" in (trace.reason or "") and "None" not in (trace.reason or ""), trace.reason
+
+
+# --------------------------------------------------------------------------- 7. graphs by name
+
+
+def test_validate_takes_a_bundled_graph_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner  # the CLI, only for these tests
+
+    from orchestrator.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["validate", "solve-issue"])
+    assert result.exit_code == 0, result.output
+    assert "ok: 1 file, no problems" in result.output
+    (tmp_path / "graphs").mkdir()  # a name in ./graphs/ comes first, as for `run`
+    (tmp_path / "graphs" / "solve-issue.yaml").write_text("name: solve-issue\n")
+    result = CliRunner().invoke(cli, ["validate", "solve-issue"])
+    assert result.exit_code == 1 and "graphs/solve-issue.yaml" in result.output
+
+
+def test_an_unknown_graph_name_says_which_graphs_there_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner  # the CLI, only for these tests
+
+    from orchestrator.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["validate", "solve-isue"])
+    assert result.exit_code == 2
+    assert "no graph named 'solve-isue'" in result.output
+    assert "did you mean 'solve-issue'?" in result.output
