@@ -124,8 +124,16 @@ def by_name(path: Path) -> Path | Problem:
         )
 
 
-def _place(problem: Problem) -> tuple[str, int, int, str]:
-    return (os.path.realpath(problem.file), problem.line, problem.column, problem.code)
+def _place(problem: Problem) -> tuple[str, int, int, str, str]:
+    # The message is part of it: several problems may share a place (each unmapped tool of an
+    # agent file's `tools: A, B, C` line), and each must be shown.
+    return (
+        os.path.realpath(problem.file),
+        problem.line,
+        problem.column,
+        problem.code,
+        problem.message,
+    )
 
 
 def check_file(path: Path, kind: str) -> list[Problem]:
