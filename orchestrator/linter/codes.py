@@ -22,6 +22,7 @@ CODES: dict[str, Severity] = {
     "unknown-tool": "error",
     "unmapped-tool": "warning",
     "unmapped-model": "warning",
+    "unknown-model": "warning",
     "unreadable": "error",
     "unknown-python": "error",
     "unknown-graph": "error",
