@@ -259,14 +259,28 @@ def test_a_guarded_list_with_a_bad_key_is_one_problem(tmp_path: Path) -> None:
 
 def test_a_status_misspelt_in_the_schema_is_named_where_it_is(tmp_path: Path) -> None:
     # the schema's enum has the typo; the edge key is right: the hint must not tell the user to
-    # copy the typo into the graph without saying where the other spelling is
+    # copy the typo into the graph, and must say where the schema's spelling is
     problems = statuses(tmp_path, "faild", 'failed: { role: $END, prompt: "no" }')
     assert [p.code for p in problems] == ["unknown-status-edge"]
     hint = problems[0].hint
+    assert "did you mean 'faild'" not in hint
     assert "'faild'" in hint and "schema" in hint
     lines = (tmp_path / "g.yaml").read_text().splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "faild" in text)
     assert f"line {line}" in hint
+
+
+def test_the_spelling_the_file_uses_more_is_suggested(tmp_path: Path) -> None:
+    # the schema misspells the status the role's output text and the graph spell right
+    output = "    output: Reply failed when you cannot write it.\n"
+    text = STATUSES.replace("    frontmatter:", output + "    frontmatter:", 1)
+    edges = text.replace("STATUS", "faild").replace("EDGE", 'failed: { role: $END, prompt: "no" }')
+    (problem,) = lint_text(tmp_path, edges, "")
+    assert "did you mean 'failed' there?" in problem.hint
+    # control: the graph's key is the typo; the schema and the output text spell it right
+    edges = text.replace("STATUS", "failed").replace("EDGE", 'faild: { role: $END, prompt: "no" }')
+    (problem,) = lint_text(tmp_path, edges, "")
+    assert problem.hint.startswith("did you mean 'failed'?")
 
 
 def test_tabs_in_yaml_get_a_hint(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ the key is read as the status misspelled: one problem with a did-you-mean, not t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..problems import did_you_mean
@@ -164,14 +165,7 @@ def _report_unknown_status(
     if statuses == [SINGLE_EXIT]:
         hint = "this role's schema declares no `$status`, so its one exit is `_`"
     elif pair is not None:
-        # Either side may be the typo: a misspelt `const` in the schema would otherwise be
-        # copied into the graph. Name where the schema's spelling is.
-        file, line, _ = _declared_at(view, role, pair)
-        place = f"line {line}" if file == view.at()[0] else f"{file}:{line}"
-        hint = (
-            f"did you mean '{pair}'? The schema of '{role}' declares '{pair}' ({place}); if that "
-            f"is the typo, write '{status}' there instead"
-        )
+        hint = _pair_hint(view, role, status, pair)
     else:
         hint = f"'{role}' can reply: {', '.join(statuses)}"
     view.report(
@@ -179,6 +173,32 @@ def _report_unknown_status(
         "unknown-status-edge",
         f"graph.{key} has an edge for '{status}', a status role '{role}' cannot reply",
         hint,
+    )
+
+
+def _pair_hint(view: GraphView, role: str, status: str, pair: str) -> str:
+    """The hint for an edge key one typo from a status the schema declares.
+
+    Either side may be the typo, and a misspelt `const` must not be copied into the graph: the
+    spelling the file uses more often (prompts and `output:` texts name statuses too) is taken
+    as the real one; on a tie, both fixes are offered. The schema's place is named either way.
+    """
+    file, line, _ = _declared_at(view, role, pair)
+    place = f"line {line}" if file == view.at()[0] else f"{file}:{line}"
+    text = "\n".join(view.file_lines())
+    uses = {
+        w: len(re.findall(rf"(?<![\w$-]){re.escape(w)}(?![\w-])", text)) for w in (status, pair)
+    }
+    if uses[status] > uses[pair]:
+        return (
+            f"the schema of '{role}' declares '{pair}' ({place}): did you mean '{status}' "
+            f"there? (or rename this edge to '{pair}')"
+        )
+    if uses[pair] > uses[status]:
+        return f"did you mean '{pair}'? (the status the schema of '{role}' declares, {place})"
+    return (
+        f"the schema of '{role}' declares '{pair}' ({place}): correct whichever is misspelt, "
+        f"'{pair}' there or '{status}' here"
     )
 
 
