@@ -27,6 +27,7 @@ ROLE_SUFFIXES = (".yaml", ".yml", ".md")
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 GRAPH_KEY = re.compile(r"^graph[ \t]*:", re.MULTILINE)
 ROLE_KEY = re.compile(r"^frontmatter[ \t]*:", re.MULTILINE)
+ROLE_NAMED = re.compile(r"\brole '[^']*'")
 
 
 @click.command("validate")
@@ -126,13 +127,14 @@ def by_name(path: Path) -> Path | Problem:
 
 def _place(problem: Problem) -> tuple[str, int, int, str, str]:
     # The message is part of it: several problems may share a place (each unmapped tool of an
-    # agent file's `tools: A, B, C` line), and each must be shown.
+    # agent file's `tools: A, B, C` line), and each must be shown. The role it names is not:
+    # each graph or role that meets a library role's problem names it by its own name.
     return (
         os.path.realpath(problem.file),
         problem.line,
         problem.column,
         problem.code,
-        problem.message,
+        ROLE_NAMED.sub("role", problem.message),
     )
 
 
