@@ -29,6 +29,14 @@ from .view import EdgeKind, GraphView, ResolvedEdge, contract_usable
 
 # The words of CEL's messages for an operation between types it has no overload for.
 TYPE_ERRORS = ("No such overload", "Unsupported operation")
+NOT_BOOLEAN = "gives a value that is not true or false"
+NOT_BOOLEAN_HINT = (
+    "a guard is a condition: compare the value (`output.count > 0`, not `output.count`)"
+)
+TYPES_HINT = (
+    "CEL does not convert types: compare a field with a value of its declared type (0.8, not "
+    "'0.8'), or convert it explicitly with int(), double() or string()"
+)
 MAX_DEPTH = 6  # nested objects sampled at most this deep (a recursive-looking schema stops)
 
 
@@ -66,8 +74,7 @@ def check_guard_types(view: GraphView) -> None:
                 view.at(*edge.edge_path, "when"),
                 "guard-type",
                 f"the guard `{when}` {found}",
-                "CEL does not convert types: compare a field with a value of its declared type "
-                "(0.8, not '0.8'), or convert it explicitly with int(), double() or string()",
+                NOT_BOOLEAN_HINT if found.startswith(NOT_BOOLEAN) else TYPES_HINT,
             )
 
 
@@ -89,7 +96,7 @@ def _outcome(when: str, names: dict[str, Any]) -> str | None:
     except GuardError as exc:
         text = str(exc)
         if text.startswith("it gave"):
-            return f"gives a value that is not true or false ({text})"
+            return f"{NOT_BOOLEAN} (on a sample of the declared types it gave {text[8:].split(', not')[0]})"
         if any(word in text for word in TYPE_ERRORS):
             return "mixes types that CEL cannot compare or combine: " + text.split(". ", 1)[0]
     except LookupError:  # a field left out (unknown type) or undeclared (guard-var): no type
