@@ -22,7 +22,7 @@ prices:                         # USD per million tokens
 A model without a price costs 0 and `price_known()` says so, so that the ledger can print
 "price unknown" instead of pretending the step was free. Nothing here imports `anthropic`.
 
-Trust (FORMAT 22): the files of 1 and 2 are the user's own (they named them). The file of 3 is
+Trust (docs/security.md): the files of 1 and 2 are the user's own (they named them). The file of 3 is
 *found*: it sits in the folder the command runs in, so it can come with a cloned repository, and
 a planted one could remap `sonnet` or price it at 0 so that `max_cost_usd` never trips. So a
 found file may not price a known model (or a dated id of one) below its built-in price

@@ -146,6 +146,7 @@ def test_every_code_has_a_severity() -> None:
         "unknown-schema-keyword",
         "unmapped-tool",
         "unmapped-model",
+        "unknown-model",
     }
 
 

@@ -59,7 +59,7 @@ graph:
       join:
         role: editor
         prompt: |
-          {{#$branches}}{{{role}}} said {{{$status}}}: {{{$body}}}
+          {{#$branches}}{{{role}}} said {{{status}}}: {{{$body}}}
           {{/$branches}}Text: {{{$steps.writer.text}}} for {{{plan}}} ({{{$steps.checker.$status}}})
   editor:
     _: { role: $END, prompt: "Done" }

@@ -504,19 +504,22 @@ def test_refs_inside_the_schema_are_fine(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- d. schema keywords
 
 
-def test_a_misspelled_schema_keyword_is_a_warning_with_a_did_you_mean(tmp_path: Path) -> None:
+def test_a_misspelled_schema_keyword_is_an_error_with_a_did_you_mean(tmp_path: Path) -> None:
     text = GRAPH.replace("      required: [$status]\n", "      requird: [$status, note]\n")
     path = write(tmp_path, "g.yaml", text)
     code, problems = validate(str(path))
-    assert code == 0  # a warning: the schema is valid, the keyword is only ignored
+    assert code == 1  # an error: the contract would silently not require what it lists
     (p,) = problems
     assert (p["code"], p["severity"], p["line"], p["column"]) == (
-        "unknown-schema-keyword",
-        "warning",
+        "misspelt-schema-keyword",
+        "error",
         12,
         7,
     )
-    assert p["message"] == "role 'worker': 'requird' is not a JSON Schema keyword, so it is ignored"
+    assert p["message"] == (
+        "role 'worker': 'requird' is not a JSON Schema keyword, so it is ignored and the "
+        "contract does not say what it seems to"
+    )
     assert p["hint"] == "did you mean 'required'?"
 
 
@@ -537,7 +540,12 @@ def test_unknown_keywords_are_found_wherever_a_schema_is(
 ) -> None:
     role = write(tmp_path, "roles/r.yaml", f"frontmatter: {schema}\ndescription: d\ngoal: g\n")
     code, problems = validate(str(role))
-    (p,) = [p for p in problems if p["code"] == "unknown-schema-keyword"]
+    (p,) = [
+        p for p in problems if p["code"] in ("unknown-schema-keyword", "misspelt-schema-keyword")
+    ]
+    # a typo of a keyword is an error; an unknown key that resembles none stays a warning
+    typo = keyword in ("maxLenght", "enmu", "requried")
+    assert p["code"] == ("misspelt-schema-keyword" if typo else "unknown-schema-keyword")
     assert (p["line"], p["column"]) == (1, len("frontmatter: ") + schema.index(keyword) + 1)
     assert f"'{keyword}'" in p["message"]
     assert hint in p["hint"]

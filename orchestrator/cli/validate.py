@@ -1,6 +1,7 @@
 """`orchestrator validate [PATH...] [--format text|json] [--strict]`: check graph and role files.
 
-Each PATH is a graph file, a role file (`roles/NAME.yaml` or `.md`) or a folder: `graphs/` holds
+Each PATH is a graph file, a role file (`roles/NAME.yaml` or `.md`), a graph's name as `run` takes
+it (`solve-issue`: in ./graphs/, then the bundled graphs) or a folder: `graphs/` holds
 graphs, `roles/` holds role files, and any other folder is searched for YAML files with a top-level
 `graph:` key (and for `graphs/` and `roles/` folders inside it). Without PATHs, `./graphs` and
 `./roles` are checked.
@@ -26,6 +27,7 @@ ROLE_SUFFIXES = (".yaml", ".yml", ".md")
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 GRAPH_KEY = re.compile(r"^graph[ \t]*:", re.MULTILINE)
 ROLE_KEY = re.compile(r"^frontmatter[ \t]*:", re.MULTILINE)
+ROLE_NAMED = re.compile(r"\brole '[^']*'")
 
 
 @click.command("validate")
@@ -40,7 +42,7 @@ ROLE_KEY = re.compile(r"^frontmatter[ \t]*:", re.MULTILINE)
 )
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1): for CI.")
 def validate(paths: tuple[Path, ...], fmt: str, strict: bool) -> None:
-    """Check graph and role files (default: ./graphs and ./roles)."""
+    """Check graph and role files, or graphs by name (default: ./graphs and ./roles)."""
     problems, checked = run_validate(list(paths))
     if fmt == "json":
         click.echo(json.dumps({"problems": [p.to_dict() for p in problems]}, indent=2))
@@ -66,7 +68,11 @@ def run_validate(paths: list[Path]) -> tuple[list[Problem], int]:
     for path in paths:
         try:
             if not path.exists():
-                problems.append(_unreadable(path, "no such file or folder"))
+                named = by_name(path)
+                if isinstance(named, Problem):
+                    problems.append(named)
+                else:
+                    files.append((named, "graph"))
                 continue
             found = list(discover(path))
         except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop of links
@@ -94,8 +100,42 @@ def run_validate(paths: list[Path]) -> tuple[list[Problem], int]:
     return sorted(set(problems)), len(seen)
 
 
-def _place(problem: Problem) -> tuple[str, int, int, str]:
-    return (os.path.realpath(problem.file), problem.line, problem.column, problem.code)
+def by_name(path: Path) -> Path | Problem:
+    """A graph named as `run` takes it (`solve-issue`: ./graphs/ first, then the bundled
+    graphs), or why not. Anything that looks like a path is a missing file."""
+    # deferred: the loader is only needed when a name is given
+    from ..problems import GraphError
+    from ..spec.loader import resolve_graph_path
+
+    arg = str(path)
+    if len(path.parts) > 1 or path.suffix in GRAPH_SUFFIXES:
+        return _unreadable(path, "no such file or folder")
+    try:
+        return resolve_graph_path(arg)
+    except GraphError as err:
+        found = err.problems[0]
+        return Problem(
+            found.file,
+            1,
+            1,
+            "unreadable",
+            "error",
+            f"no file or folder {arg}, and {found.message}",
+            found.hint,
+        )
+
+
+def _place(problem: Problem) -> tuple[str, int, int, str, str]:
+    # The message is part of it: several problems may share a place (each unmapped tool of an
+    # agent file's `tools: A, B, C` line), and each must be shown. The role it names is not:
+    # each graph or role that meets a library role's problem names it by its own name.
+    return (
+        os.path.realpath(problem.file),
+        problem.line,
+        problem.column,
+        problem.code,
+        ROLE_NAMED.sub("role", problem.message),
+    )
 
 
 def check_file(path: Path, kind: str) -> list[Problem]:

@@ -286,7 +286,9 @@ def _choose_edge(
                 return option, edge
         except GuardError as exc:
             return suspend(
-                f"edge {source} --{status}--> {edge.role} (edge {option + 1} of "
+                f"edge {source} --{status}"  # a `parallel` edge has no role: no arrow
+                + (f"--> {edge.role}" if edge.role is not None else "")
+                + f" (edge {option + 1} of "
                 f"{len(edges)}): its guard `{edge.when}` failed: {exc}",
                 SuspendKind.GUARD,
             )

@@ -78,7 +78,7 @@ class ThreadStarted(Event):
     workspace: str
     parent: str | None = None  # a subgraph's child thread: the parent thread's id
     parent_step: int | None = None  # and the parent's step it plays
-    # A models file found in the current folder that changes aliases or prices (FORMAT 22):
+    # A models file found in the current folder that changes aliases or prices (docs/security.md):
     # {"path", "changes"}. Written only when there is one, so older logs read the same.
     models_file: dict[str, Any] | None = None
 

@@ -11,9 +11,12 @@ never stop the others (passes.py):
 2. schemas (schemas.py): each role's output contract and the `inputs:` schema;
 3. shape (shape.py): `$START`/`$END`, edges into unknown roles, status keys against the statuses
    each role's schema can emit; flow (flow.py): reachability and a way out to `$END`;
+   Guards (guards.py): CEL syntax, the names a guard reads, a default last; and their types
+   (guard_types.py): each guard run by CEL on sample values of the contracts' declared types;
 4. templates (templates.py): every edge's `prompt` and `location`, each name resolved in the
    edge's scope (scope.py) against a forward dataflow analysis of what has certainly run and
-   which statuses the latest replies may have (dataflow.py).
+   which statuses the latest replies may have (dataflow.py), a `for_each` item's fields against
+   the items' schema.
 
 Misspelled role names (an unknown name with one close match) are read as the role they resemble
 for the shape and template passes, so one typo gives one problem, not a cascade. `validate` lints

@@ -22,6 +22,7 @@ CODES: dict[str, Severity] = {
     "unknown-tool": "error",
     "unmapped-tool": "warning",
     "unmapped-model": "warning",
+    "unknown-model": "warning",
     "unreadable": "error",
     "unknown-python": "error",
     "unknown-graph": "error",
@@ -33,6 +34,7 @@ CODES: dict[str, Severity] = {
     "invalid-json-schema": "error",
     "external-ref": "error",
     "unknown-schema-keyword": "warning",
+    "misspelt-schema-keyword": "error",
     # shape
     "start-edge": "error",
     "end-has-edges": "error",
@@ -45,6 +47,7 @@ CODES: dict[str, Severity] = {
     # guards and endings
     "guard-syntax": "error",
     "guard-var": "error",
+    "guard-type": "error",
     "guard-no-default": "error",
     "guard-cost": "error",
     "misplaced-ending": "error",
@@ -57,6 +60,7 @@ CODES: dict[str, Severity] = {
     # templates
     "template-syntax": "error",
     "template-var": "error",
+    "branch-status": "error",
     "optional-var": "warning",
     "html-escape": "warning",
     "empty-prompt": "error",

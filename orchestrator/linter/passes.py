@@ -16,6 +16,7 @@ from ..spec.models import Graph
 from .codes import internal_error
 from .fanout import check_fanouts
 from .flow import check_reachability
+from .guard_types import check_guard_types
 from .guards import check_guards
 from .names import check_names
 from .python_refs import check_python_refs
@@ -31,6 +32,7 @@ PASSES: tuple[Callable[[GraphView], None], ...] = (
     check_edges,
     check_reachability,
     check_guards,
+    check_guard_types,
     check_fanouts,
     check_templates,
     check_python_refs,

@@ -114,6 +114,7 @@ INSTEAD = {
     "$recursiveAnchor": "did you mean '$dynamicAnchor'?",
     "nullable": 'JSON Schema allows null with `type: [string, "null"]`',
     "optional": "fields are optional unless listed in `required`",
+    "example": "JSON Schema 2020-12 has `examples` (a list); `example` is OpenAPI's",
 }
 
 

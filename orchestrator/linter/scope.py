@@ -152,9 +152,24 @@ class Scope:
         return self._field(parts)
 
     def _item(self, parts: list[str]) -> Resolved:
+        """A `for_each` item, and its fields checked against the items' schema: a field an
+        object schema with `properties` does not declare is a typo (at run time the name is
+        missing and the branch suspends)."""
         listed = self.the_list()
-        items = listed.schema.get("items") if isinstance(listed.schema, dict) else None
-        return Resolved.value(items if len(parts) == 1 else None, subject=parts[0])
+        schema: Any = listed.schema.get("items") if isinstance(listed.schema, dict) else None
+        for depth, part in enumerate(parts[1:], start=1):
+            props = schema.get("properties") if isinstance(schema, dict) else None
+            if not isinstance(props, dict):
+                return Resolved.value(None, subject=parts[0])  # its fields are not declared
+            if part not in props:
+                here = ".".join(parts[:depth])
+                return Resolved.error(
+                    f"'{'.'.join(parts)}': the item '{here}' has no field '{part}'",
+                    did_you_mean(part, list(props))
+                    or f"its fields: {', '.join(props) or '(none)'}",
+                )
+            schema = props[part]
+        return Resolved.value(schema, subject=parts[0])
 
     def _branches(self, parts: list[str]) -> Resolved:
         if self.edge.kind is not EdgeKind.JOIN:

@@ -7,8 +7,12 @@ the key is read as the status misspelled: one problem with a did-you-mean, not t
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from ..problems import did_you_mean
 from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND
+from .codes import Where
 from .flow import reachable_roles
 from .view import GraphView
 
@@ -161,7 +165,7 @@ def _report_unknown_status(
     if statuses == [SINGLE_EXIT]:
         hint = "this role's schema declares no `$status`, so its one exit is `_`"
     elif pair is not None:
-        hint = f"did you mean '{pair}'?"
+        hint = _pair_hint(view, role, status, pair)
     else:
         hint = f"'{role}' can reply: {', '.join(statuses)}"
     view.report(
@@ -170,3 +174,60 @@ def _report_unknown_status(
         f"graph.{key} has an edge for '{status}', a status role '{role}' cannot reply",
         hint,
     )
+
+
+def _pair_hint(view: GraphView, role: str, status: str, pair: str) -> str:
+    """The hint for an edge key one typo from a status the schema declares.
+
+    Either side may be the typo, and a misspelt `const` must not be copied into the graph: the
+    spelling the file uses more often (prompts and `output:` texts name statuses too) is taken
+    as the real one; on a tie, both fixes are offered. The schema's place is named either way.
+    """
+    file, line, _ = _declared_at(view, role, pair)
+    place = f"line {line}" if file == view.at()[0] else f"{file}:{line}"
+    text = "\n".join(view.file_lines())
+    uses = {
+        w: len(re.findall(rf"(?<![\w$-]){re.escape(w)}(?![\w-])", text)) for w in (status, pair)
+    }
+    if uses[status] > uses[pair]:
+        return (
+            f"the schema of '{role}' declares '{pair}' ({place}): did you mean '{status}' "
+            f"there? (or rename this edge to '{pair}')"
+        )
+    if uses[pair] > uses[status]:
+        return f"did you mean '{pair}'? (the status the schema of '{role}' declares, {place})"
+    return (
+        f"the schema of '{role}' declares '{pair}' ({place}): correct whichever is misspelt, "
+        f"'{pair}' there or '{status}' here"
+    )
+
+
+def _declared_at(view: GraphView, role: str, status: str) -> Where:
+    """Where a role's schema declares a status: the `const` or `enum` entry under a `$status`
+    property (the frontmatter itself when it cannot be found)."""
+    base: tuple[str | int, ...] = ("roles", role, "frontmatter")
+
+    def find(node: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+        if isinstance(node, dict):
+            status_schema = node.get("properties", {})
+            status_schema = (
+                status_schema.get("$status") if isinstance(status_schema, dict) else None
+            )
+            if isinstance(status_schema, dict):
+                if status_schema.get("const") == status:
+                    return (*path, "properties", "$status", "const")
+                enum = status_schema.get("enum")
+                if isinstance(enum, list) and status in enum:
+                    return (*path, "properties", "$status", "enum", enum.index(status))
+            items: list[tuple[str | int, Any]] = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            return None
+        for key, value in items:
+            found = find(value, (*path, key))
+            if found is not None:
+                return found
+        return None
+
+    return view.at(*base, *(find(view.roles[role].frontmatter, ()) or ()))

@@ -43,7 +43,8 @@ def check_templates(view: GraphView) -> None:
 
 @dataclass
 class TemplateCheck:
-    """template-syntax, empty-prompt, html-escape, template-var and optional-var on one template."""
+    """template-syntax, empty-prompt, html-escape, template-var, optional-var and branch-status
+    on one template."""
 
     scope: Scope
     keys: tuple[str, ...]  # ("prompt",), ("location",), ("recovery",) or ("inputs", NAME)
@@ -123,6 +124,18 @@ class TemplateCheck:
         if use.name == ".":
             if use.escaped:
                 self.escaped.setdefault(use.name, use)
+            return
+        if use.name == "$status" and any(name == "$branches" for name, _ in enclosing):
+            # Mustache finds `$status` in the join's own context (the fan-out step's status):
+            # a branch's entry holds its status as `status`.
+            self.report(
+                spot,
+                "branch-status",
+                f"{self.label}: {{{{{{$status}}}}}} inside {{{{#$branches}}}} is the status of the "
+                "step that fanned out, not the branch's",
+                "write {{{status}}} for each branch's status; keep {{{$status}}} outside the "
+                "section for the fan-out's own",
+            )
             return
         # Inside a section over a list or object, a name may be the element's own field.
         in_element = any(

@@ -1,5 +1,5 @@
 """Checks before anything is created: the graph, the credentials, the thread's inputs, the
-prices a cost limit needs, what a models file found in the current folder changes (FORMAT 22:
+prices a cost limit needs, what a models file found in the current folder changes (docs/security.md:
 announced and recorded), the workspace and the sandbox."""
 
 from __future__ import annotations

@@ -12,12 +12,15 @@ role still gives `frontmatter` (docs/format.md, "Roles from agent files"), and a
 writes itself still overrides the agent file's.
 
 The file is looked for from the graph's folder up to its repository's root, then in the user's
-home, where each tool keeps its user-wide agents.
+home, where each tool keeps its user-wide agents. A Claude Code agent is found as Claude Code
+keys it, by its frontmatter `name:` (often not its file's stem), else by its file's stem. A
+`model` that is no alias nor Claude model id is kept, with an `unknown-model` warning.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,10 +39,13 @@ class AgentKind:
     prefix: str
     project: tuple[str, ...]  # folders under a project folder, tried in order
     home: tuple[str, ...]  # folders under the home folder
+    # Claude Code keys an agent by its frontmatter `name:`, which often differs from the file's
+    # stem; OpenCode by the file's name.
+    by_name: bool = False
 
 
 KINDS: dict[str, AgentKind] = {
-    "claude": AgentKind("claude", (".claude/agents",), (".claude/agents",)),
+    "claude": AgentKind("claude", (".claude/agents",), (".claude/agents",), by_name=True),
     # OpenCode documents `.opencode/agent/`; newer releases also read the plural folder.
     "opencode": AgentKind(
         "opencode",
@@ -90,13 +96,15 @@ def search_folders(
 
 
 def find_agent_file(kind: AgentKind, name: str, graph_path: Path | None) -> Path | None:
-    """The nearest agent file of that name. ValueError when `name` is no agent name or the file
-    is a link out of its folder (spec/confine.py)."""
+    """The agent NAME in the nearest folder that has it: for Claude Code, the file whose
+    frontmatter says `name: NAME`, else NAME.md (as Claude Code itself finds it). ValueError
+    when `name` is no agent name or the file is a link out of its folder (spec/confine.py)."""
     problem = confine.name_problem(name)
     if problem is not None:
         raise ValueError(problem)
     for folder in search_folders(kind, graph_path):
-        candidate = folder / f"{name}.md"
+        named = _named_in(folder, name) if kind.by_name else None
+        candidate = named or folder / f"{name}.md"
         if candidate.is_file():
             if confine.leaves(candidate, folder, agent_root(kind, folder)):
                 raise ValueError(confine.link_problem(candidate))
@@ -113,6 +121,31 @@ def agent_root(kind: AgentKind, folder: Path, home: Path | None = None) -> Path 
     for sub in kind.project:
         if folder.as_posix().endswith("/" + sub):
             return folder.parents[len(Path(sub).parts) - 1]
+    return None
+
+
+_NAME_LINE = re.compile(r"""^name:[ \t]*(["']?)(?P<name>[^"'#\n]*?)\1[ \t]*(?:#.*)?$""", re.M)
+_HEAD_BYTES = 8192  # a frontmatter's `name:` is near its top; a long body is not read
+
+
+def _named_in(folder: Path, name: str) -> Path | None:
+    """The agent file in a folder whose frontmatter's top-level `name:` is `name`."""
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix == ".md" and p.is_file())
+    except OSError:
+        return None
+    for path in files:
+        try:
+            with path.open(encoding="utf-8-sig", errors="replace") as handle:
+                head = handle.read(_HEAD_BYTES)
+        except OSError:
+            continue
+        if not head.lstrip().startswith("---"):
+            continue
+        front = head.lstrip()[3:].split("\n---", 1)[0]
+        found = _NAME_LINE.search(front)
+        if found is not None and found.group("name").strip() == name:
+            return path
     return None
 
 
@@ -248,7 +281,37 @@ def _model(value: Any, smap: SourceMap, role: str, notes: list[Problem]) -> Any:
             )
         )
         return None
+    if isinstance(value, str) and not known_model(value):
+        line, col = smap.at(("model",))
+        notes.append(
+            Problem(
+                smap.file,
+                line,
+                col,
+                "unknown-model",
+                "warning",
+                f"role '{role}': the agent's model '{value}' is no model alias nor a Claude "
+                "model id; it is sent as it is, and the API will refuse it",
+                "use opus, sonnet, haiku (or an alias of your models file), inherit, or a model "
+                "id such as claude-sonnet-4-5; or set `model:` on the graph's role",
+            )
+        )
     return value
+
+
+def known_model(value: str) -> bool:
+    """An alias (built in or from the models file), a Claude model id, or a priced model."""
+    # deferred: only agent files that name a model need the models file
+    from ..model_config import ALIASES, ModelConfigError, load_config
+
+    if value.lower().startswith("claude-"):
+        return True
+    try:
+        config = load_config()
+        aliases, prices = set(config.aliases), set(config.prices)
+    except ModelConfigError:  # a broken models file is reported where models are used
+        aliases, prices = set(ALIASES), set()
+    return value.lower() in aliases or value in prices
 
 
 def _tools(value: Any, given: bool, smap: SourceMap, role: str, notes: list[Problem]) -> Any:
@@ -323,8 +386,13 @@ def agent_layer(
                     col,
                     "unknown-extends",
                     "error",
-                    f"role '{role}' extends '{kind.prefix}:{name}', but no {name}.md is in "
-                    f"any {kind.prefix} agents folder",
+                    f"role '{role}' extends '{kind.prefix}:{name}', but no "
+                    + (
+                        f"agent named '{name}' (by its `name:` or as {name}.md)"
+                        if kind.by_name
+                        else f"{name}.md"
+                    )
+                    + f" is in any {kind.prefix} agents folder",
                     "looked in: " + ", ".join(str(f) for f in folders),
                 )
             ]

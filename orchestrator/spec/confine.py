@@ -1,4 +1,4 @@
-"""`extends:` stays inside role libraries and agent folders (FORMAT 22).
+"""`extends:` stays inside role libraries and agent folders (docs/security.md).
 
 A graph may come from anyone, and its `extends:` names a file to read into a role (its goal, its
 tools, its actor). So the name is a name, not a path: no `/` or `\\`, not `.` or `..`, not

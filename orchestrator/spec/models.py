@@ -52,6 +52,7 @@ class Sandbox(_Frozen):
 
     network: bool | None = Field(
         None,
+        strict=True,  # "true", "yes", "off" or 1 are not booleans (lax pydantic took them)
         description="allow network access (default: off for the shell tool, on for a command "
         "actor, whose agent calls its own model API)",
     )
@@ -124,19 +125,20 @@ class Role(_Frozen):
         "Code or OpenCode agent file",
     )
     model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
-    max_tokens: int | None = Field(None, gt=0)
-    temperature: float | None = Field(None, ge=0, le=1)
+    max_tokens: int | None = Field(None, gt=0, strict=True)
+    temperature: float | None = Field(None, ge=0, le=1, strict=True)  # 0.5, not "0.5"
     tools: list[ToolEntry] = Field(
         default_factory=list,
         description="tool sets (read, edit, shell), {python: module:function} and "
         "{mcp: {command: [...]}} entries",
     )
     actor: Actor = "anthropic"
-    max_repairs: int = Field(2, ge=0)
+    max_repairs: int = Field(2, ge=0, strict=True)
     memory: Literal["session", "fresh"] = "session"
     memory_budget: int | None = Field(
         None,
         gt=0,
+        strict=True,
         description="tokens of earlier visits a `memory: session` role is sent at most; the "
         "oldest are left out first (default: defaults.memory_budget, else 100000)",
     )
@@ -336,18 +338,21 @@ Route = Edge | list[Edge]  # one edge, or guarded edges ending with a default
 
 class Defaults(_Frozen):
     model: str | None = None
-    max_tokens: int | None = Field(None, gt=0)
-    temperature: float | None = Field(None, ge=0, le=1)
+    max_tokens: int | None = Field(None, gt=0, strict=True)
+    temperature: float | None = Field(None, ge=0, le=1, strict=True)
     memory_budget: int | None = Field(
-        None, gt=0, description="the roles' `memory_budget` where they set none"
+        None, gt=0, strict=True, description="the roles' `memory_budget` where they set none"
     )
 
 
 class Limits(_Frozen):
-    max_steps: int = Field(50, gt=0)
-    max_visits: int = Field(10, gt=0)
-    max_cost_usd: float | None = Field(None, gt=0)
-    max_parallel: int = Field(4, gt=0, description="branches of a fan-out running at once")
+    # strict: `max_steps: "5"` or `true` (lax pydantic made that 1 step) is a bad-type problem
+    max_steps: int = Field(50, gt=0, strict=True)
+    max_visits: int = Field(10, gt=0, strict=True)
+    max_cost_usd: float | None = Field(None, gt=0, strict=True)
+    max_parallel: int = Field(
+        4, gt=0, strict=True, description="branches of a fan-out running at once"
+    )
 
 
 # Edge keys added after wave 1: dropped from the hash when unset, so older graphs keep theirs.
@@ -361,7 +366,7 @@ IMPLICIT_INPUTS: dict[str, Any] = {
 
 
 class Graph(_Frozen):
-    version: int | None = None
+    version: int | None = Field(None, strict=True)
     name: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case, the file stem")
     description: str
     inputs: dict[str, Any] | None = Field(None, description="JSON Schema of the thread's inputs")

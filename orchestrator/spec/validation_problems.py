@@ -10,6 +10,18 @@ from ..problems import Problem, did_you_mean
 from .actor_specs import entry_fields
 from .models import MISSING_FIELD, TOOL_SETS, Defaults, Edge, Graph, Limits, Role
 
+# What a union member says when the value has the other shape (an edge that is one mapping is
+# not "a valid list" of edges): noise when another member reports inside the value.
+SHAPE_ERRORS = frozenset(
+    {"list_type", "dict_type", "model_type", "model_attributes_type", "literal_error"}
+)
+# Strict fields (models.py): what to write instead of a quoted number or a YAML 1.1 `yes`.
+TYPE_HINTS = {
+    "int_type": 'a whole number, without quotes (5, not "5" or true)',
+    "float_type": 'a number, without quotes (0.5, not "0.5")',
+    "bool_type": "true or false, without quotes (yes, no, on and off are text)",
+}
+
 
 def _strip_union_tags(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
     """Keep the parts of a pydantic `loc` that index into the raw data (drops union tags)."""
@@ -60,9 +72,13 @@ def problems_from_validation(
     `role`: the role's name when `model` is `Role` (a role file checked on its own).
     """
     problems: dict[tuple[str | int, ...], Problem] = {}
-    for err in exc.errors():
-        path = _strip_union_tags(tuple(err["loc"]), data)
+    errors = [(err, _strip_union_tags(tuple(err["loc"]), data)) for err in exc.errors()]
+    for err, path in errors:
         kind = err["type"]
+        if kind in SHAPE_ERRORS and any(
+            len(other) > len(path) and other[: len(path)] == path for _, other in errors
+        ):
+            continue  # the union member of the other shape: the one that matched says more
         dotted = ".".join(str(p) for p in path) or "(top level)"
         if kind == "extra_forbidden":
             key = str(path[-1]) if path else "?"
@@ -113,7 +129,15 @@ def problems_from_validation(
             )
         else:
             file, line, col = locate(path, False)
-            problem = Problem(file, line, col, "bad-type", "error", f"{dotted}: {_message(err)}")
+            problem = Problem(
+                file,
+                line,
+                col,
+                "bad-type",
+                "error",
+                f"{dotted}: {_message(err)}",
+                TYPE_HINTS.get(kind, ""),
+            )
         # union members each report; keep the first problem per path
         problems.setdefault(path + (problem.code,), problem)
     return list(problems.values())

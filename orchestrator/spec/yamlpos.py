@@ -154,7 +154,42 @@ def _syntax_error(text: str, exc: yaml.MarkedYAMLError) -> YamlSyntaxError:
             at = exc.context_mark
             message += f" that started at line {at.line + 1}, column {at.column + 1}"
         message += ")"
-    return YamlSyntaxError(message, line, col)
+    return YamlSyntaxError(message, line, col, hint=_syntax_hint(text, message, line))
+
+
+# What the parser's words usually mean in a graph file, for the hint under its message.
+_HINTS = (
+    (
+        ("did not find expected key", "expected <block end>", "did not find expected '-'"),
+        "check the indentation: the keys of one mapping start in the same column, and a value "
+        "on its own lines is indented further than its key",
+    ),
+    (
+        ("mapping values are not allowed here",),
+        'a `: ` inside a plain value starts a mapping: quote the value ("..."), or check '
+        "this line's indentation",
+    ),
+    (
+        ("could not find expected ':'",),
+        "a key needs a `:` after it; if this line continues the one above, check its indentation",
+    ),
+    (
+        ("found unexpected end of stream", "found unclosed", "did not find expected ',' or"),
+        "a quote or bracket is not closed",
+    ),
+)
+
+
+def _syntax_hint(text: str, message: str, line: int) -> str:
+    """A hint for a YAML syntax error: tabs first (the parser's words do not say it)."""
+    lines = text.split("\n")
+    here = lines[line - 1] if 0 < line <= len(lines) else ""
+    if "\\t" in message or "\t" in here[: len(here) - len(here.lstrip(" \t"))]:
+        return "YAML does not allow tabs for indentation: indent with spaces"
+    for words, hint in _HINTS:
+        if any(w in message for w in words):
+            return hint
+    return ""
 
 
 def _at_end(text: str, line: int, col: int) -> bool:

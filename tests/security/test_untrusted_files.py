@@ -1,4 +1,4 @@
-"""Untrusted files cannot hang, bloat, mislead or widen what a role may do (FORMAT 22).
+"""Untrusted files cannot hang, bloat, mislead or widen what a role may do (docs/security.md).
 
 Each attack sits beside a control: the same action where it must work, or the attack shown to
 work when the defence is off.
