@@ -232,6 +232,7 @@ class AnthropicActor:
                         role.tool_sets,
                         shell_timeout=self.shell_timeout,
                         secrets=self._secret,
+                        passed=tuple(role.env),
                         sandbox=role.sandbox,
                         role_name=request.role_name,
                         extra=extra,

@@ -53,6 +53,7 @@ class ToolBox:
         shell_timeout: float = shell.DEFAULT_TIMEOUT,
         max_output: int = shell.MAX_OUTPUT,
         secrets: tuple[str, ...] = (),
+        passed: tuple[str, ...] = (),
         sandbox: Sandbox | Literal["off"] | None = None,
         role_name: str = "",
         extra: Sequence[ExtraTool] = (),
@@ -69,6 +70,7 @@ class ToolBox:
             timeout=shell_timeout,
             max_output=max_output,
             extra_secrets=secrets,
+            passed=passed,
             sandbox=sandbox,
             role_name=role_name,
         )
