@@ -47,6 +47,7 @@ __all__ = [
     "is_provider_key",
     "is_secret_name",
     "redact_url_credentials",
+    "holder_of_secret",
     "safe_environment",
     "secret_values",
 ]
@@ -99,6 +100,20 @@ def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str]
             values.add(value)
         values.update(url_credentials(value))
     return sorted((v for v in values if len(v) >= MIN_SECRET), key=len, reverse=True)
+
+
+def holder_of_secret(text: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The variable whose credential `text` holds (a provider's key first), or None."""
+    env = os.environ if environ is None else environ
+    for name in sorted(env, key=lambda n: (not is_provider_key(n), n)):
+        value = env[name]
+        found = url_credentials(value)
+        if is_provider_key(name) or (is_secret_name(name) and _looks_like_token(value)):
+            found.append(value)
+        kept = tuple(v for v in found if len(v) >= MIN_SECRET)
+        if kept and Secrets.of(kept).found_in(text):
+            return name
+    return None
 
 
 def safe_environment(
