@@ -85,9 +85,14 @@ def provider_values(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _looks_like_token(value: str) -> bool:
-    # A secret-named variable may hold a path (SSH_KEY_FILE=/home/me/.ssh/id): hiding that
-    # would garble every output that mentions the home folder.
-    return not any(c.isspace() for c in value) and not value.startswith(("/", "~", "."))
+    # A secret-named variable may hold a path (SSH_KEY_FILE=/home/me/.ssh/id) or a URL
+    # (ANTHROPIC_BASE_URL): hiding those would garble every output that mentions the home
+    # folder or the host. A URL's secret is its credentials, found by `url_credentials`.
+    return (
+        not any(c.isspace() for c in value)
+        and not value.startswith(("/", "~", "."))
+        and "://" not in value
+    )
 
 
 def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
