@@ -152,7 +152,7 @@ async def _perform(
         return ActorFailed(
             plan.step, f"location '{plan.location}' is outside the workspace", SuspendKind.GRAPH
         )
-    failures = await afailing(role.requires, workspace)
+    failures = await afailing(role.requires, workspace, role.env)
     if failures:
         return PreconditionFailed(plan.step, tuple(failures))
     if getattr(actor, "kind", "") == "anthropic":

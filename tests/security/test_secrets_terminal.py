@@ -239,6 +239,22 @@ def test_an_input_file_that_is_not_a_small_regular_file_is_refused(
     assert not project.store.exists() or project.threads() == []
 
 
+@pytest.mark.parametrize("kind", ["fifo", "proc-link"])
+def test_a_batch_file_that_is_not_a_regular_file_is_refused(tmp_path: Path, kind: str) -> None:
+    project = loop_project(tmp_path)
+    batch = tmp_path / "batch.jsonl"
+    if kind == "fifo":
+        os.mkfifo(batch)
+    else:
+        batch.symlink_to("/proc/self/environ")
+    out = project.run("run", "loop", "--batch", str(batch), timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert str(batch) in out.stderr and "Traceback" not in out.stderr
+    good = tmp_path / "good.jsonl"  # the control: a regular batch file runs
+    good.write_text('{"task": "one"}\n')
+    assert project.run("run", "loop", "--batch", str(good)).returncode == 0
+
+
 @pytest.mark.parametrize("link", [False, True])
 def test_control_a_regular_file_and_a_link_to_one_are_read(tmp_path: Path, link: bool) -> None:
     project = loop_project(tmp_path)
