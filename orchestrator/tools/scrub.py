@@ -20,7 +20,8 @@ child processes and whatever they print must not carry them:
   redacted like the whole. Callers redact *before* cutting text to a length limit, and
   `redact_cut` also removes a trailing partial form that a cut may leave. The credentials
   (`secret_values`) are the providers' keys, the values of other secret-named variables that
-  look like tokens (not paths), and the `user:password` parts of URLs held in variables.
+  look like tokens (12 characters or more; not a word, a path or a URL), and the
+  `user:password` parts of URLs held in variables.
 - Output, by shape: `redact_url_credentials` (also part of `Secrets.redact`) turns
   `scheme://user:pass@host` into `scheme://***@host` wherever it appears, so a base URL with a
   password, or an error quoting one, is shown and stored without it.
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 MIN_SECRET = 8  # shorter values are not credentials, and scrubbing them would garble output
+MIN_TOKEN = 12  # a secret-named variable's value this long (and not a word) is a credential
 FRAGMENT = 12  # a copied run this long from a secret form is redacted
 REDACTED = "[redacted]"
 # scheme://USERINFO@host: the userinfo (a user, a password, a token) is a credential. Greedy up
@@ -88,8 +90,11 @@ def _looks_like_token(value: str) -> bool:
     # A secret-named variable may hold a path (SSH_KEY_FILE=/home/me/.ssh/id) or a URL
     # (ANTHROPIC_BASE_URL): hiding those would garble every output that mentions the home
     # folder or the host. A URL's secret is its credentials, found by `url_credentials`.
+    # Nor a plain setting (PIP_KEYRING_PROVIDER=disabled): a token is long and not one word.
     return (
-        not any(c.isspace() for c in value)
+        len(value) >= MIN_TOKEN
+        and not value.isalpha()
+        and not any(c.isspace() for c in value)
         and not value.startswith(("/", "~", "."))
         and "://" not in value
     )
