@@ -312,6 +312,21 @@ def test_the_python_api_refuses_it_too(tmp_path: Path, monkeypatch: pytest.Monke
         run_thread(graph, {"task": KEY}, store=tmp_path / "api-store")
 
 
+def test_an_input_holding_a_urls_password_or_a_token_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from orchestrator.run.preflight import InputError, refuse_secrets
+
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PIP_KEYRING_PROVIDER", "disabled")  # secret-named, but no credential
+    with pytest.raises(InputError, match="input 'notes.1' contains the value of https_proxy"):
+        refuse_secrets({"notes": ["fine", "the proxy password is proxypw99"]})
+    with pytest.raises(InputError, match="contains the value of GITHUB_PAT"):
+        refuse_secrets({"task": "token ghp_patvalue0123456789"})
+    refuse_secrets({"task": "proxy.internal is disabled; db.internal too"})  # the control
+
+
 # ---------------------------------------------------------------------- the terminal
 
 PAYLOAD = "\x1b]0;pwned\x07 \x1b[2J \x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ \x9b31m"
