@@ -39,6 +39,16 @@ def test_names_and_values() -> None:
     }
 
 
+def test_a_credentials_file_path_is_not_a_credential() -> None:
+    """GOOGLE_APPLICATION_CREDENTIALS names a file: hiding every piece of its path would drop
+    PATH (it shares the home folder) and garble every output that mentions the home folder."""
+    env = {
+        "PATH": "/home/alice/.local/bin:/bin",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/home/alice/c.json",
+    }
+    assert safe_environment(env) == {"PATH": env["PATH"]}
+
+
 def test_command_actor_uses_the_same_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("MY_CONFIG", f"url?k={KEY}")

@@ -80,23 +80,27 @@ def url_credentials(value: str) -> list[str]:
     return found
 
 
+def _not_a_place(value: str) -> bool:
+    # A secret-named variable may hold a path (GOOGLE_APPLICATION_CREDENTIALS=/home/me/c.json)
+    # or a URL (ANTHROPIC_BASE_URL): hiding those, and every 12-character piece of them, would
+    # garble every output (and drop every PATH) that mentions the home folder or the host. A
+    # URL's secret is its credentials, found by `url_credentials`.
+    return not value.startswith(("/", "~", ".")) and "://" not in value
+
+
 def provider_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The values of the providers' keys that are set."""
+    """The values of the providers' keys that are set (not paths or URLs)."""
     env = os.environ if environ is None else environ
-    return [value for name, value in env.items() if is_provider_key(name)]
+    return [value for name, value in env.items() if is_provider_key(name) and _not_a_place(value)]
 
 
 def _looks_like_token(value: str) -> bool:
-    # A secret-named variable may hold a path (SSH_KEY_FILE=/home/me/.ssh/id) or a URL
-    # (ANTHROPIC_BASE_URL): hiding those would garble every output that mentions the home
-    # folder or the host. A URL's secret is its credentials, found by `url_credentials`.
     # Nor a plain setting (PIP_KEYRING_PROVIDER=disabled): a token is long and not one word.
     return (
         len(value) >= MIN_TOKEN
         and not value.isalpha()
         and not any(c.isspace() for c in value)
-        and not value.startswith(("/", "~", "."))
-        and "://" not in value
+        and _not_a_place(value)
     )
 
 
@@ -118,7 +122,9 @@ def holder_of_secret(text: str, environ: Mapping[str, str] | None = None) -> str
     for name in sorted(env, key=lambda n: (not is_provider_key(n), n)):
         value = env[name]
         found = url_credentials(value)
-        if is_provider_key(name) or (is_secret_name(name) and _looks_like_token(value)):
+        if (is_provider_key(name) and _not_a_place(value)) or (
+            is_secret_name(name) and _looks_like_token(value)
+        ):
             found.append(value)
         kept = tuple(v for v in found if len(v) >= MIN_SECRET)
         if kept and Secrets.of(kept).found_in(text):
