@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+SECRET_PARTS = frozenset({"PASS", "PAT", "AUTH", "CREDS", "APIKEY"})
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 # What every child gets (FORMAT section 22); LC_* too. Nothing here may hold a secret.
 BASE_ENVIRONMENT = ("PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR")
@@ -50,8 +51,15 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def is_secret_name(name: str) -> bool:
+    """A name that says it holds a credential: KEY, TOKEN, SECRET, PASSWORD... anywhere in it,
+    or PASS, PAT, AUTH, CREDS as one of its `_`-separated parts (DB_PASS, GITHUB_PAT, NPM_AUTH;
+    not PATH, AUTHOR or COMPASS)."""
     upper = name.upper()
-    return upper.startswith("ANTHROPIC_") or any(word in upper for word in SECRET_WORDS)
+    return (
+        upper.startswith("ANTHROPIC_")
+        or any(word in upper for word in SECRET_WORDS)
+        or any(part in SECRET_PARTS for part in upper.split("_"))
+    )
 
 
 def is_provider_key(name: str) -> bool:
