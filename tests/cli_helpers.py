@@ -19,7 +19,7 @@ AGENT = textwrap.dedent(
     """
     import json, os, sys, time
     from pathlib import Path
-    here = Path(os.environ["AGENT_DIR"])
+    here = Path(__file__).parent  # the project: the script lives there
     sys.stdin.read()
     role, step = os.environ["ORCHESTRATOR_ROLE"], os.environ["ORCHESTRATOR_STEP"]
     def load(name):

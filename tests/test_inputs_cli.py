@@ -134,7 +134,7 @@ def test_a_model_without_a_price_under_a_cost_limit_is_refused_up_front(
     assert project.run("run", "priced", "--replay", "rec.yaml").returncode == 0
     (row,) = project.threads()
     seq = len(project.events(row["id"]))
-    out = project.run("threads", "resume", row["id"], "--model", "gpt-4")
+    out = project.run("threads", "resume", row["id"], "--model", "gpt-4", "--message", "more")
     assert out.returncode == 2 and "model 'gpt-4'" in out.stderr
     assert len(project.events(row["id"])) == seq
 

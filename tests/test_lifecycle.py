@@ -55,7 +55,7 @@ def test_batch_threads_on_a_git_workspace_commit_their_work_on_their_own_branche
     graph = write_graph(tmp_path, "edit")
     lines = tmp_path / "batch.jsonl"
     lines.write_text('{"task": "one"}\n{"task": "two"}\n')
-    env = {**os.environ, "AGENT_STATE": str(tmp_path / "state")}
+    env = {**os.environ, "MARKER_PATH": str(tmp_path / "state")}
     out = subprocess.run(
         [sys.executable, "-m", "orchestrator", "run", str(graph), "--batch", str(lines)],
         cwd=repo,
@@ -128,7 +128,7 @@ SLOW_AGENT = textwrap.dedent(
     """
     import os, pathlib, sys, time
     sys.stdin.read()
-    pathlib.Path(os.environ["AGENT_DIR"], "agent.started").write_text("yes")
+    pathlib.Path(__file__).parent.joinpath("agent.started").write_text("yes")
     time.sleep(120)
     print("---\\n$status: done\\nnote: too late\\n---\\n")
     """

@@ -25,7 +25,7 @@ def cli(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def start(repo: Path, graph: Path, task: str, tmp_path: Path, *, suspend: bool) -> str:
-    env = {"AGENT_STATE": str(state_dir(tmp_path) / f"state-{task}")}
+    env = {"MARKER_PATH": str(state_dir(tmp_path) / f"state-{task}")}
     if suspend:
         env["SUSPEND_FIRST"] = "1"
     out = cli(repo, "run", str(graph), task, "--json", **env)

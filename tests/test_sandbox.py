@@ -51,7 +51,9 @@ def _fresh_probe() -> Iterator[None]:
 @pytest.fixture(params=["bwrap", "unshare"])
 def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv(sandboxing.FORCE_VARIABLE, request.param)
-    monkeypatch.setenv("PROBE_SECRET_TOKEN", HIDDEN)  # in our environ, never in the child's
+    # In our environ, never in the child's. Not secret-named: the output's redaction would
+    # hide a secret-named variable's value from the controls, which must see it.
+    monkeypatch.setenv("PROBE_HIDDEN_VALUE", HIDDEN)
     assert sandboxing.mechanism() == request.param, (
         f"{request.param} cannot make a sandbox on this machine (bubblewrap installed? "
         "util-linux unshare and setpriv?)"
@@ -101,7 +103,7 @@ print(json.dumps(text))
 def in_orchestrator(kind: str, ws: Path, payload: Any, sandbox: Any = None) -> tuple[str, str]:
     """Run the shell tool or a command actor in a fresh process whose initial environment holds
     the hidden value (`/proc/PID/environ` shows a process's initial environment only)."""
-    env = dict(os.environ, PROBE_SECRET_TOKEN=HIDDEN)
+    env = dict(os.environ, PROBE_HIDDEN_VALUE=HIDDEN)
     args = [kind, str(ws), json.dumps(sandbox), json.dumps(payload)]
     done = subprocess.run(
         [sys.executable, "-c", RUNNER, *args], env=env, capture_output=True, text=True, timeout=120
@@ -155,7 +157,7 @@ PROC_PEEK = (
 
 def test_shell_cannot_see_the_orchestrators_environment(mechanism: str, ws: Path) -> None:
     text, _ = in_orchestrator("shell", ws, PROC_PEEK)
-    assert HIDDEN not in text and "PROBE_SECRET_TOKEN" not in text
+    assert HIDDEN not in text and "PROBE_HIDDEN_VALUE" not in text
     assert "ppid=1" in text  # the sandbox's init, not the orchestrator
     text, _ = shell(ws, f"ls /proc/{os.getpid()}/environ && echo visible || echo invisible")
     if os.getpid() > 64:  # a small PID could exist inside the namespace too
@@ -313,7 +315,7 @@ def test_agent_cannot_see_the_orchestrator_or_write_outside(
     target = outside / "outside.txt"
     target.write_text("original")
     text, _ = in_orchestrator("agent", ws, [*agent(ws), str(target), str(server)])
-    assert HIDDEN not in text and "PROBE_SECRET_TOKEN" not in text
+    assert HIDDEN not in text and "PROBE_HIDDEN_VALUE" not in text
     assert "outside-write: Read-only file system" in text
     assert target.read_text() == "original"
     assert "inside-write: ok" in text and (ws / "inside.txt").read_text() == "made inside"

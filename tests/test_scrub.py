@@ -29,7 +29,24 @@ def test_names_and_values() -> None:
         "DB_PASSWD": "hunter2hunter2",
         "HARMLESS": "yes",
     }
-    assert safe_environment(env) == {"PATH": "/bin", "HARMLESS": "yes"}
+    assert safe_environment(env) == {"PATH": "/bin"}  # an allow-list
+    # Names a role lists under `env:` pass, but never a provider's key nor a value holding one.
+    named = ["HARMLESS", "DB_PASSWD", "MY_CONFIG", "REVERSED", "ANTHROPIC_API_KEY"]
+    assert safe_environment(env, passed=named) == {
+        "PATH": "/bin",
+        "HARMLESS": "yes",
+        "DB_PASSWD": "hunter2hunter2",
+    }
+
+
+def test_a_credentials_file_path_is_not_a_credential() -> None:
+    """GOOGLE_APPLICATION_CREDENTIALS names a file: hiding every piece of its path would drop
+    PATH (it shares the home folder) and garble every output that mentions the home folder."""
+    env = {
+        "PATH": "/home/alice/.local/bin:/bin",
+        "GOOGLE_APPLICATION_CREDENTIALS": "/home/alice/c.json",
+    }
+    assert safe_environment(env) == {"PATH": env["PATH"]}
 
 
 def test_command_actor_uses_the_same_rules(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,7 +35,7 @@ AGENT = textwrap.dedent(
     """
     import os, pathlib, sys
     sys.stdin.read()
-    marker = pathlib.Path(os.environ["AGENT_STATE"])
+    marker = pathlib.Path(os.environ["MARKER_PATH"])
     if os.environ.get("SUSPEND_FIRST") and not marker.exists():
         marker.write_text("asked")
         print("---\\n$status: $SUSPEND\\nreason: need a hand\\n---\\n")
@@ -54,6 +54,7 @@ roles:
     goal: You write.
     tools: [TOOLS]
     actor: { command: [PYTHON, AGENT] }
+    env: [MARKER_PATH, SUSPEND_FIRST]  # a child's environment is an allow-list
     sandbox: { writable: [STATE] }  # the agent keeps its state outside the workspace
     frontmatter:
       type: object
@@ -113,7 +114,7 @@ def state_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AGENT_STATE", str(state_dir(tmp_path) / "agent-state"))
+    monkeypatch.setenv("MARKER_PATH", str(state_dir(tmp_path) / "agent-state"))
 
 
 def run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
@@ -206,8 +207,10 @@ def test_a_folder_outside_git_is_used_in_place(
 
 
 def test_a_graph_that_only_reads_needs_no_worktree(tmp_path: Path) -> None:
-    text = GRAPH.replace("tools: [TOOLS]", "tools: [read]").replace(
-        "    actor: { command: [PYTHON, AGENT] }\n    sandbox: { writable: [STATE] }", ""
+    text = "\n".join(
+        line
+        for line in GRAPH.replace("tools: [TOOLS]", "tools: [read]").splitlines()
+        if not line.strip().startswith(("actor:", "env:", "sandbox:"))
     )
     path = tmp_path / "reader.yaml"
     path.write_text(textwrap.dedent(text).lstrip())

@@ -46,7 +46,7 @@ from ..model_config import ModelConfigError, cost_usd, resolve_model
 from ..prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_message
 from ..tools import ToolBox, tool_definitions
 from ..tools.role_tools import ToolSetupFailed, extra_tools
-from ..tools.scrub import Secrets
+from ..tools.scrub import Secrets, redact_url_credentials
 from ..tools.toolbox import ExtraTool
 from .base import ActorError, ActReply, ActRequest, Usage
 from .progress import StepProgress
@@ -239,6 +239,7 @@ class AnthropicActor:
                         role.tool_sets,
                         shell_timeout=self.shell_timeout,
                         secrets=self._secret,
+                        passed=tuple(role.env),
                         sandbox=role.sandbox,
                         role_name=request.role_name,
                         extra=extra,
@@ -384,9 +385,12 @@ class AnthropicActor:
         return f"unexpected error while calling the Anthropic API: {name}: {exc}"
 
     def _where(self) -> str:
+        """The endpoint, for a message: without the credentials a URL may carry."""
         if self._client is not None:
-            return str(self._client.base_url)
-        return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+            where = str(self._client.base_url)
+        else:
+            where = self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+        return redact_url_credentials(where)
 
     def _scrub(self, text: str) -> str:
         return Secrets.of(self._secret).redact(text)

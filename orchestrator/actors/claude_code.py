@@ -8,8 +8,11 @@ NotebookEdit; shell: Bash), allowed without asking and nothing else offered, and
 model. Its final text is the reply; its cost and tokens go to the ledger.
 
 Secrets and confinement (docs/models.md): the SDK hands the CLI its parent's whole environment,
-so the CLI is started through a small launcher that drops every secret variable except Claude
-Code's own (`ANTHROPIC_*`, `CLAUDE_*`: its key or token and its endpoint) and runs it in the role's sandbox, as a command actor is run: files
+so the CLI is started through a small launcher that unsets every variable but a child's
+allow-list (PATH, HOME, LANG, LC_*, TERM, TZ, USER, TMPDIR, the role's `env:`), Claude Code's
+own (`ANTHROPIC_*`, `CLAUDE_*`: its key or token and its endpoint: the orchestrator hands
+Claude Code the provider's key by design, as it is the model's client) and the ones the SDK
+sets for it, and runs it in the role's sandbox, as a command actor is run: files
 read-only outside the workspace and Claude Code's own folder (`~/.claude`, which is also its
 `CLAUDE_CONFIG_DIR` unless one is set), network on. The launcher holds names, never values.
 Claude Code's credentials are scrubbed from what it starts (CLAUDE_CODE_SUBPROCESS_ENV_SCRUB),
@@ -23,6 +26,7 @@ import shlex
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -189,10 +193,14 @@ def config_dir() -> Path:
     return Path(given).expanduser() if given else Path(os.path.expanduser("~")) / ".claude"
 
 
-def removed_variables(environ: dict[str, str] | None = None) -> list[str]:
-    """The variables the launcher drops: every secret but Claude Code's own credentials."""
+def removed_variables(
+    environ: dict[str, str] | None = None, passed: Iterable[str] = (), keep: Iterable[str] = ()
+) -> list[str]:
+    """The variables the launcher drops: all but a child's allow-list (with the role's `env:`
+    names, `passed`), Claude Code's own settings and credentials, and `keep` (what the SDK
+    sets for this step)."""
     env = dict(os.environ if environ is None else environ)
-    kept = safe_environment(env, ()).keys()
+    kept = set(safe_environment(env, (), passed)) | set(keep)
     return sorted(k for k in env if k not in kept and not k.upper().startswith(CLI_PREFIXES))
 
 
@@ -219,7 +227,8 @@ def write_launcher(folder: Path, cli: str, request: ActRequest) -> Path:
             raise ActorError(
                 f"role {request.role_name!r} was not started: {exc}", "sandbox"
             ) from None
-    unset = " ".join(f"-u {shlex.quote(name)}" for name in removed_variables())
+    removed = removed_variables(None, request.role.env, cli_env(request))
+    unset = " ".join(f"-u {shlex.quote(name)}" for name in removed)
     script = folder / "claude"
     script.write_text(f'#!/bin/sh\nexec env {unset} {shlex.join(argv)} "$@"\n')
     script.chmod(stat.S_IRWXU)

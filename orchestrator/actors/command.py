@@ -6,7 +6,8 @@ step's workspace with a timeout; a non-zero exit or a timeout suspends the threa
 process's own words (the tail of its stderr).
 
 Secrets and confinement (`orchestrator.tools.scrub`, `orchestrator.tools.sandbox`): the process
-gets the orchestrator's environment without secrets (by name and by value); its reply and its
+gets an allow-list environment (PATH, HOME, LANG, LC_*, TERM, TZ, USER, TMPDIR and the names the
+role lists under `env:`, never a provider's key); its reply and its
 stderr are redacted of the orchestrator's credentials before they are stored or shown; and it
 runs in the role's sandbox: its own PID namespace and `/proc`, the filesystem read-only outside
 the workspace and the role's `sandbox: writable:` paths (an agent's config folder), network on
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..prompting import repair_message, system_prompt, visit_message
@@ -32,9 +34,9 @@ from ..tools.scrub import Secrets, safe_environment
 from .base import ActorError, ActReply, ActRequest
 
 
-def scrubbed_environment() -> dict[str, str]:
-    """The environment minus secrets: secret-named variables and any holding a credential."""
-    return safe_environment()
+def scrubbed_environment(passed: Iterable[str] = ()) -> dict[str, str]:
+    """The allow-list environment, plus the `passed` names (the role's `env:`)."""
+    return safe_environment(passed=passed)
 
 
 def compose_prompt(request: ActRequest) -> str:
@@ -55,7 +57,7 @@ class CommandProcessActor:
     async def play(self, request: ActRequest) -> ActReply:
         secrets = Secrets.from_environment()
         prompt = compose_prompt(request)
-        env = scrubbed_environment()
+        env = scrubbed_environment(request.role.env)
         env.update(
             ORCHESTRATOR_THREAD_ID=request.thread_id,
             ORCHESTRATOR_ROLE=request.role_name,

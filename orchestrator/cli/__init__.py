@@ -1,7 +1,8 @@
 """The command line (docs/format.md section 9).
 
 Exit codes: 0 success, 1 problems found or the thread failed, 2 usage error or unreadable input,
-3 the thread is suspended or waiting. Subcommands live in their own modules and are imported only
+3 the thread is suspended or waiting. What the commands print to a terminal has its control
+characters neutralised (`terminal.py`). Subcommands live in their own modules and are imported only
 when invoked, so `orchestrator --help` stays fast.
 """
 
@@ -12,6 +13,8 @@ import sys
 from typing import Any
 
 import click
+
+from .terminal import guard_streams
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -89,6 +92,8 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
+    # What a thread holds (replies, tool output, files) never reaches a terminal raw.
+    guard_streams()
     try:
         return cli.main(args=argv, prog_name="orchestrator", standalone_mode=True)
     except KeyboardInterrupt:  # pragma: no cover - a command handles its own Ctrl-C first

@@ -9,6 +9,8 @@ from typing import Any, NoReturn
 
 import click
 
+from ..input_files import MAX_FILE, FileRefused, read_regular_file
+
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
 
 store_option = click.option(
@@ -50,7 +52,8 @@ def load_graph_or_exit(arg: str) -> Any:
 
 
 def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str]:
-    """KEY=VALUE or KEY=@FILE pairs; @FILE reads the file's text."""
+    """KEY=VALUE or KEY=@FILE pairs; @FILE reads the file's text (a regular file, at most
+    10 MB: `read_text_file`)."""
     values: dict[str, str] = {}
     for pair in pairs:
         if "=" not in pair:
@@ -65,13 +68,18 @@ def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str
 
 
 def read_text_file(path: Path, what: str, *, dash_is_stdin: bool = False) -> str:
-    """A file's text, or exit 2 naming the file: unreadable, or not UTF-8 text."""
-    stdin = dash_is_stdin and str(path) == "-"
+    """A file's text, or exit 2 naming the input: not a regular file, over `MAX_FILE` bytes,
+    unreadable, or not UTF-8 text."""
+    if dash_is_stdin and str(path) == "-":
+        data = sys.stdin.buffer.read(MAX_FILE + 1)
+        if len(data) > MAX_FILE:
+            fail(f"{what}: stdin is over {MAX_FILE // 1_000_000} MB")
+        return decode_text(data, f"{what}: stdin")
     try:
-        data = sys.stdin.buffer.read() if stdin else path.read_bytes()
-    except OSError as exc:
-        fail(f"{what}: cannot read {path}: {exc.strerror or exc}")
-    return decode_text(data, f"{what}: {'stdin' if stdin else path}")
+        data = read_regular_file(path)
+    except FileRefused as exc:
+        fail(f"{what}: {exc}")
+    return decode_text(data, f"{what}: {path}")
 
 
 def decode_text(data: bytes, where: str) -> str:

@@ -17,6 +17,7 @@ from typing import NoReturn
 import click
 
 from ..extract import ExtractError, extract_output
+from ..input_files import FileRefused, read_regular_file
 from ..problems import GraphError, did_you_mean
 from ..spec.loader import load_graph
 
@@ -29,7 +30,9 @@ def _fail(message: str, code: int) -> NoReturn:
 def _read_reply(source: str) -> str:
     """The reply text from a file or stdin (`-`), decoded as UTF-8 (a BOM is kept for extract)."""
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        data = sys.stdin.buffer.read() if source == "-" else read_regular_file(Path(source))
+    except FileRefused as exc:  # a FIFO, a device, /proc: never read (input_files.py)
+        _fail(str(exc), 2)
     except OSError as exc:
         _fail(f"cannot read {source}: {exc.strerror or exc}", 2)
     try:

@@ -13,6 +13,7 @@ from ..core.outcomes import Refused
 from ..run.waiting import Question
 from ..spec.models import Graph
 from .common import EXIT_USAGE, EXIT_WAITING, fail
+from .terminal import neutralise
 
 if TYPE_CHECKING:
     from .session import AnySession
@@ -46,7 +47,8 @@ def ask_in_terminal(session: AnySession, graph: Graph, question: Question) -> st
     attempts: tuple[Attempt, ...] = ()
     while True:
         try:
-            text = actor.interview(question.request(attempts), input)
+            # input() writes its prompt to the terminal itself, past sys.stdout's guard.
+            text = actor.interview(question.request(attempts), lambda p: input(neutralise(p)))
         except (KeyboardInterrupt, EOFError):
             click.echo(
                 f"\ninterrupted: nothing was recorded; thread {question.thread_id} still waits "

@@ -16,7 +16,10 @@ tokens as they stream (`~` while a reply is still streaming: estimated, made exa
 model call ends); a rejected reply prints its line at once, and the status line counts the
 repair. Cost grows when a step finishes.
 
-The view only reads events; it never changes the thread. While a person answers for a human
+The view only reads events; it never changes the thread. It writes to the terminal's raw stream
+(its own escapes redraw the status line), so every piece of the thread it shows (a reason, a
+reply's errors, a tool call's argument) is neutralised first (`terminal.py`); rich's `Text`
+reads no markup. While a person answers for a human
 role on this terminal, the status line is taken down so the questions are not drawn over.
 rich is imported when a view is made, not when this module is imported.
 """
@@ -45,6 +48,7 @@ from ..ledger import money, tokens
 from ..spec.models import END, START
 from ..store.base import StoredEvent
 from .display import child_line, describe, step_facts
+from .terminal import neutralise, raw
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -113,7 +117,8 @@ class LiveView:
 
         self.graph = graph
         self.thread_id = thread_id
-        self.console = console if console is not None else Console(stderr=True)
+        # The raw stream: the view's own escapes must work; the data in it is neutralised.
+        self.console = console if console is not None else Console(file=raw(sys.stderr))
         self.interactive = interactive
         self.clock = clock
         self.refresh_per_second = refresh_per_second
@@ -212,7 +217,7 @@ class LiveView:
         """An event of a subgraph's child thread: a dim line above the display."""
         line = child_line(thread_id, stored, state)
         if line:
-            self.print(Text(line, style="dim"))
+            self.print(Text(neutralise(line), style="dim"))
 
     def progress(self, news: Progress) -> None:
         """An `on_progress` callback: what happens inside the step in flight (not recorded)."""
@@ -246,17 +251,17 @@ class LiveView:
         line = Text()
         line.append("↺ " if earlier else "✓ ", style="yellow" if earlier else "green")
         line.append(f"step {event.step:<3}", style="bold")
-        line.append(f"{event.role:<11} ")
-        line.append(f"→ {event.status}", style="yellow" if earlier else "green")
+        line.append(neutralise(f"{event.role:<11} "))
+        line.append(neutralise(f"→ {event.status}"), style="yellow" if earlier else "green")
         if earlier and edge is not None:
-            line.append(f", back to {edge.role}", style="yellow")
+            line.append(neutralise(f", back to {edge.role}"), style="yellow")
         line.append("   " + " · ".join(step_facts(event)), style="dim")
         return line
 
     def note_line(self, event: Any, state: ThreadState, style: str) -> Text:
         from rich.text import Text  # deferred: rich loads with a view, not this module
 
-        return Text("• " + describe(event, state), style=style)
+        return Text(neutralise("• " + describe(event, state)), style=style)
 
     def status_line(self) -> Text:
         from rich.text import Text  # deferred: rich loads with a view, not this module
@@ -265,13 +270,13 @@ class LiveView:
         line = Text()
         if self.step is not None and self.role is not None:
             line.append(f"step {self.step} ", style="bold")
-            line.append(f"{self.role} ", style="bold cyan")
+            line.append(neutralise(f"{self.role} "), style="bold cyan")
             line.append(clock_text(now - self.step_started))
             if self.repairs:
                 line.append(f" (repair {self.repairs})", style="yellow")
             if self.tool is not None:
                 call = f"{self.tool.tool} {self.tool.argument}".strip()
-                line.append(f"  ⚙ {call}", style="magenta")
+                line.append(neutralise(f"  ⚙ {call}"), style="magenta")
         else:
             line.append("between steps", style="dim")
         line.append("   │  ", style="dim")

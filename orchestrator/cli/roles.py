@@ -7,10 +7,12 @@ Code and OpenCode agent files that a graph in the working folder could `extends:
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
 from .common import load_graph_or_exit
+from .terminal import neutralise, raw
 
 
 @click.command("roles")
@@ -38,7 +40,9 @@ def roles(graph_arg: str | None, fmt: str) -> None:
     for i, entry in enumerate(entries):
         if i:
             click.echo()
-        click.echo(click.style(entry.name, bold=True) + f"  {entry.description}".rstrip())
+        # The bold name's escapes go to the raw stream; the names themselves are neutralised.
+        name = click.style(neutralise(entry.name), bold=True)
+        click.echo(name + neutralise(f"  {entry.description}".rstrip()), file=raw(sys.stdout))
         model = f"  model {entry.model}" if entry.model else ""
         click.echo(f"  played by  {entry.actor}{model}")
         click.echo(f"  tools      {', '.join(entry.tools) or '(none)'}")

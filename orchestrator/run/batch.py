@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.events import SuspendKind, ThreadStatus
 from ..core.outcomes import Refused, ResumeRequested
+from ..input_files import FileRefused, read_regular_file
 from ..spec.models import Graph
 from ..store.base import EventStore, ThreadBusy
 from .actors import default_actor_for
@@ -29,6 +30,8 @@ from .session import Session
 
 RATE_LIMIT_KINDS = {SuspendKind.RATE_LIMIT}
 MAX_RATE_LIMIT_RESUMES = 8
+
+MAX_BATCH = 100_000_000  # bytes of a batch file: a line of inputs each, so more than an input
 
 
 class BatchInputError(ValueError):
@@ -41,9 +44,10 @@ def read_batch(
     """Parse and check every line first (with `defaults`, the -i values, under each line's
     own), so a bad line costs nothing."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise BatchInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        # A regular file only: not a FIFO that never opens, /dev/zero or /proc/self/environ.
+        lines = read_regular_file(path, MAX_BATCH).decode("utf-8").splitlines()
+    except FileRefused as exc:
+        raise BatchInputError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise BatchInputError(
             f"{path} is not UTF-8 text (bad byte at offset {exc.start})"

@@ -1,6 +1,12 @@
 """Checks before anything is created: the graph, the credentials, the thread's inputs, the
-prices a cost limit needs, what a models file found in the current folder changes (docs/security.md:
-announced and recorded), the workspace and the sandbox."""
+prices a cost limit needs, what a models file found in the current folder changes (announced
+and recorded: docs/security.md), the workspace and the sandbox.
+
+Inputs go to the models and the store, so one that holds a credential of the orchestrator's
+environment (`tools/scrub.py`: a provider's key, a token, a URL's password, or a long piece of
+one) is refused, naming the input and the variable, before anything is created: from the
+command line, a batch file and the Python API alike.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from ..problems import has_errors
 from ..spec.models import Graph
 from ..spec.validator import compile_validator
 from ..tools.sandbox_needs import sandbox_problem, unsandboxed_roles
+from ..tools.scrub import holder_of_secret
 from .actors import model_settings
 from .errors import SessionError
 from .preconditions import failing
@@ -51,6 +58,7 @@ def check_inputs(graph: Graph, inputs: dict[str, Any]) -> None:
             guess = f"; did you mean '{close[0]}'?" if close else ""
             lines.append(f"input '{key}' is not declared by graph '{graph.name}'{guess}")
         raise InputError("; ".join(lines) + f" (declared inputs: {listed})")
+    refuse_secrets(inputs)
     # The contracts' validator: bounded patterns, no $ref fetched from outside the schema.
     errors = sorted(compile_validator(schema).iter_errors(inputs), key=lambda e: list(e.path))
     if errors:
@@ -59,6 +67,33 @@ def check_inputs(graph: Graph, inputs: dict[str, Any]) -> None:
             where = ".".join(str(p) for p in err.path)
             lines.append(f"input '{where}': {err.message}" if where else err.message)
         raise InputError("; ".join(lines) + f" (declared inputs: {listed})")
+
+
+def refuse_secrets(inputs: dict[str, Any]) -> None:
+    """Refuse an input that holds a credential of the orchestrator's environment (a provider's
+    key, a token, a URL's password): inputs go to the models and the store. Raises InputError."""
+    for where, text in _strings(inputs, ""):
+        holder = holder_of_secret(text)
+        if holder is not None:
+            raise InputError(
+                f"input '{where}' contains the value of {holder}; not sent to a model (remove "
+                "it from the input)"
+            )
+
+
+def _strings(value: Any, where: str) -> list[tuple[str, str]]:
+    """Every string inside an input's value (and its keys), with where it is."""
+    if isinstance(value, str):
+        return [(where, value)]
+    found: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{where}.{key}" if where else str(key)
+            found += [(inner, str(key)), *_strings(item, inner)]
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found += _strings(item, f"{where}.{i}")
+    return found
 
 
 def declared_inputs(schema: dict[str, Any]) -> set[str]:

@@ -17,7 +17,7 @@ A plan holds JSON values and small frozen records only, so it travels to a worke
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..core.state import ThreadState
 from ..spec.models import Graph, Role
 from ..tools.boundary import Boundary
 from ..tools.boundary import current as current_boundary
+from ..tools.scrub import Secrets
 from .actors import model_settings
 from .memory import SessionMemory, dropped_note
 from .preconditions import afailing
@@ -141,6 +142,23 @@ async def perform_step(
     `root` is the thread's workspace, resolved. A cancellation (Ctrl-C, a cancel from elsewhere,
     a Temporal activity cancelled) goes through to the caller, which knows what it means.
     """
+    outcome = await _perform(plan, role, root, actor, progress, boundary)
+    if isinstance(outcome, ActorFailed):
+        # The one path from an actor's failure to a suspend reason (stored, shown, served):
+        # redacted of credentials whatever the actor said (a base URL with a password, a key
+        # quoted by a crashing actor).
+        return replace(outcome, message=Secrets.from_environment().redact(outcome.message))
+    return outcome
+
+
+async def _perform(
+    plan: StepPlan,
+    role: Role,
+    root: Path,
+    actor: Any,
+    progress: OnProgress | None,
+    boundary: Boundary | None,
+) -> Outcome:
     try:
         workspace = step_workspace(root, plan.location)
     except OSError as exc:
@@ -153,7 +171,7 @@ async def perform_step(
         return ActorFailed(
             plan.step, f"location '{plan.location}' is outside the workspace", SuspendKind.GRAPH
         )
-    failures = await afailing(role.requires, workspace)
+    failures = await afailing(role.requires, workspace, role.env)
     if failures:
         return PreconditionFailed(plan.step, tuple(failures))
     if getattr(actor, "kind", "") == "anthropic":

@@ -16,8 +16,11 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    field_validator,
     model_validator,
 )
+
+from ..secret_names import ENV_NAME, is_provider_key
 
 # The forms of `actor:` and of a `tools:` entry, importable from here as the other models.
 from .actor_specs import Actor as Actor
@@ -151,11 +154,29 @@ class Role(_Frozen):
         default_factory=list,
         description="checked when a step of the role is about to start (section 13)",
     )
+    env: list[str] = Field(
+        default_factory=list,
+        description="environment variables the role's processes get besides PATH, HOME, LANG, "
+        "LC_*, TERM, TZ, USER and TMPDIR (never a provider's key)",
+    )
 
     # Set by the loader: the role's key in the graph, and the folder of the graph's file
     # (where `python:` actors and tools are imported from).
     _name: str = PrivateAttr("")
     _folder: str | None = PrivateAttr(None)
+
+    @field_validator("env")
+    @classmethod
+    def _no_provider_key(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable's name")
+            if is_provider_key(name):
+                raise ValueError(
+                    f"{name} is a model provider's key, which a role's processes never get; "
+                    "remove it from env:"
+                )
+        return names
 
     @model_validator(mode="after")
     def _goal_or_graph(self) -> Role:
@@ -419,6 +440,8 @@ class Graph(_Frozen):
                 del role["sandbox"]
             if role.get("requires") == []:
                 del role["requires"]
+            if role.get("env") == []:
+                del role["env"]
             if role.get("memory_budget") is None:
                 role.pop("memory_budget", None)
         if data.get("requires") == []:

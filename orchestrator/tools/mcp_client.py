@@ -17,9 +17,10 @@ tool errors for the model to read.
 
 A server that cannot start (no such program, it exits, it does not answer the handshake within
 `START_TIMEOUT`) is a `ServerFailed` with the tail of its stderr, which the actor turns into a
-suspended step. Secrets: the server gets the `mcp` package's minimal environment (HOME, PATH,
-SHELL, TERM, USER, LOGNAME) plus the entry's `env`, where `${NAME}` is taken from the
-orchestrator's environment: a secret reaches a server only when the graph names it there. The
+suspended step. Secrets: the server gets a child's allow-list (PATH, HOME, LANG, LC_*, TERM, TZ,
+USER, TMPDIR; the `mcp` package adds SHELL and LOGNAME) plus the entry's `env`, where `${NAME}`
+is taken from the orchestrator's environment: a secret reaches a server only when the graph
+names it there, and a provider's key never does. The
 process runs in the role's sandbox like a command actor (network on, files read-only outside the
 workspace, the thread boundary's paths inside it read-only or hidden), unless the role says
 `sandbox: off`; a server that fails to start there says "inside the sandbox".
@@ -42,7 +43,7 @@ from typing import Any, Literal
 from ..spec.models import McpServer, Sandbox
 from . import sandbox as sandboxing
 from .boundary import Boundary
-from .scrub import Secrets
+from .scrub import Secrets, is_provider_key, safe_environment
 
 START_TIMEOUT = 30.0
 CALL_TIMEOUT = 300.0
@@ -322,9 +323,16 @@ def _argv(
 
 
 def _environment(spec: McpServer) -> dict[str, str]:
-    """The entry's `env`, with `${NAME}` taken from the orchestrator's environment."""
-    env: dict[str, str] = {}
+    """A child's allow-list, plus the entry's `env`, with `${NAME}` taken from the
+    orchestrator's environment (never a provider's key)."""
+    env = safe_environment()
     for key, value in spec.env.items():
+        keys = [m for m in _VAR.findall(value) if is_provider_key(m)]
+        if keys:
+            raise ServerFailed(
+                f"MCP server `{' '.join(spec.command)}`: env {key} uses ${{{keys[0]}}}, a model "
+                "provider's key, which the processes a role starts never get"
+            )
         missing = [m for m in _VAR.findall(value) if m not in os.environ]
         if missing:
             raise ServerFailed(

@@ -9,8 +9,9 @@ does nothing, because every command already starts fresh.
   group killed, and the result says so as an error.
 - Output: cut to `max_output` characters (default 30,000) with a note saying how much was dropped;
   the rest is read and discarded so the process never blocks on a full pipe.
-- Secrets: the environment is the orchestrator's own minus every secret-named variable and every
-  variable whose value holds a credential, and the output is redacted (credentials, their
+- Secrets: the environment is an allow-list (PATH, HOME, LANG, LC_*, TERM, TZ, USER, TMPDIR and
+  the names the role lists under `env:`, never a provider's key nor a value holding one), and
+  the output is redacted (credentials, their
   reversed and base64 forms, and long fragments of them) before it is cut (`scrub.py`).
 - Sandbox: the command runs inside the role's sandbox (`sandbox.py`): its own PID namespace and
   `/proc`, the filesystem read-only outside the workspace and the role's `writable:` paths, no
@@ -52,6 +53,7 @@ class Shell:
         timeout: float = DEFAULT_TIMEOUT,
         max_output: int = MAX_OUTPUT,
         extra_secrets: tuple[str, ...] = (),
+        passed: tuple[str, ...] = (),
         sandbox: Sandbox | Literal["off"] | None = None,
         role_name: str = "",
         boundary: Boundary | None = None,
@@ -61,6 +63,7 @@ class Shell:
         self.timeout = timeout
         self.max_output = max_output
         self.extra_secrets = extra_secrets
+        self.passed = passed  # the role's `env:` names
         self.secrets = Secrets.from_environment(extra=extra_secrets)
         self.policy = sandboxing.policy_for(sandbox, agent=False)
         self.role_name = role_name
@@ -83,7 +86,7 @@ class Shell:
                 workspace=self.workspace.root,
                 policy=self.policy,
                 boundary=self.boundary,
-                env=safe_environment(extra_secrets=self.extra_secrets),
+                env=safe_environment(extra_secrets=self.extra_secrets, passed=self.passed),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
