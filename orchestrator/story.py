@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .core.events import Event, ThreadStatus
+from .core.events import Event, ThreadStatus, ThreadSuspended
 from .core.steps import StepView, ThreadView, thread_view
 from .ledger import TOKEN_KEYS, money, tokens
 from .store.base import StoredEvent, ThreadRow
@@ -114,6 +114,17 @@ def _block(label: str, text: str, full: bool, thread_id: str, indent: str = "") 
     return lines
 
 
+def _traceback(events: list[StoredEvent], full: bool, thread_id: str) -> list[str]:
+    """The traceback of the function whose failure suspended the thread (a Python actor's,
+    redacted when it was stored): whole with --full, else where to find it."""
+    last = next((s.event for s in reversed(events) if isinstance(s.event, ThreadSuspended)), None)
+    if last is None or not last.detail:
+        return []
+    if not full:
+        return [f"traceback: `orchestrator threads show {thread_id} --full` prints it"]
+    return ["traceback:", *("  " + line for line in last.detail.rstrip("\n").splitlines())]
+
+
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -154,6 +165,7 @@ def story_text(
     elif state.status != ThreadStatus.RUNNING:
         lines += _block(f"{state.status}: ", state.reason or "", full, row.id)
         if state.status == ThreadStatus.SUSPENDED:
+            lines += _traceback(events, full, row.id)
             lines.append(f"continue with: orchestrator threads resume {row.id} [--message TEXT]")
         elif state.status == ThreadStatus.WAITING:
             lines += waiting_text(row.id, question, full)

@@ -368,6 +368,7 @@ def _judge_step(
                     step=f.step,
                     usage=dict(outcome.usage),
                     cost_usd=outcome.cost_usd,
+                    detail=outcome.detail,
                 )
             ]  # J6
         case NeedsPerson():
