@@ -60,12 +60,23 @@ async def areplay_recording(
         result = await session.advance(graph, thread_id, options=options, replay=recording)
         # Each resume grants the limits anew, so every round commits at least one step; the
         # bound only guards against a graph whose limits trip before any step.
-        for _ in range(len(recording.steps) + 1):
-            if result.state != ThreadStatus.SUSPENDED or result.kind != SuspendKind.LIMIT:
+        resumes = list(recording.resumed)
+        for _ in range(len(recording.steps) + len(resumes) + 1):
+            if result.state == ThreadStatus.SUSPENDED and result.kind == SuspendKind.LIMIT:
+                notes.append(f"{(result.reason or '').split(';')[0]}; the replay resumed past it")
+                message = None
+            elif resumes and result.ending is not None and result.steps == resumes[0].after:
+                # The recorded thread ended here too, and its user continued it: so does the
+                # replay, with the recorded message (whether the endings match: compare).
+                message = resumes.pop(0).message
+            else:
                 break
-            notes.append(f"{(result.reason or '').split(';')[0]}; the replay resumed past it")
             result = await session.advance(
-                graph, thread_id, options=options, replay=recording, first=ResumeRequested()
+                graph,
+                thread_id,
+                options=options,
+                replay=recording,
+                first=ResumeRequested(message),
             )
     events = [stored.event for stored in store.events(thread_id)]
     divergence, more = first_divergence(graph, recording, events)
