@@ -114,6 +114,17 @@ def _block(label: str, text: str, full: bool, thread_id: str, indent: str = "") 
     return lines
 
 
+def shown_state(
+    row: ThreadRow, status: ThreadStatus, reason: str | None
+) -> tuple[ThreadStatus, str | None]:
+    """The state `threads list` and `--json` show (the row's), where the row says the thread
+    ended and its log does not: a Temporal workflow terminated, timed out or failed outside the
+    engine (temporal/reading.py `row_of`). Otherwise the log's own."""
+    if ThreadStatus(row.state).ended and not status.ended:
+        return ThreadStatus(row.state), row.reason or reason
+    return status, reason
+
+
 def _traceback(events: list[StoredEvent], full: bool, thread_id: str) -> list[str]:
     """The traceback of the function whose failure suspended the thread (a Python actor's,
     redacted when it was stored): whole with --full, else where to find it."""
@@ -142,9 +153,10 @@ def story_text(
     steps' child threads, whose steps are told indented under their step."""
     view = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
+    status, reason = shown_state(row, state.status, state.reason)
     total = sum(tokens(s.total_usage) for s in steps)
     lines = [
-        f"thread {row.id} · {row.graph} · {state.status} · {state.committed} steps · "
+        f"thread {row.id} · {row.graph} · {status} · {state.committed} steps · "
         f"{money(state.cost_usd)} · {total:,} tokens",
         f"workspace: {state.workspace}",
         f"started {_when(row.created)}, last event {_when(row.updated)}",
@@ -162,9 +174,9 @@ def story_text(
         lines += _block("final: ", state.final or "", full, row.id)
         if state.recovery:
             lines.append("recovery: " + state.recovery)
-    elif state.status != ThreadStatus.RUNNING:
-        lines += _block(f"{state.status}: ", state.reason or "", full, row.id)
-        if state.status == ThreadStatus.SUSPENDED:
+    elif status != ThreadStatus.RUNNING:
+        lines += _block(f"{status}: ", reason or "", full, row.id)
+        if status == ThreadStatus.SUSPENDED:
             lines += _traceback(events, full, row.id)
             lines.append(f"continue with: orchestrator threads resume {row.id} [--message TEXT]")
         elif state.status == ThreadStatus.WAITING:
