@@ -4,9 +4,14 @@ its recording marks where it was resumed, and replays as it ran (docs/testing.md
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
+from orchestrator import run_thread
+from orchestrator.cli import cli
 from orchestrator.recording import Recording, parse_recording, recording_from_events
 from orchestrator.replay import coverage, replay_recording
 from orchestrator.spec.models import Graph
@@ -27,7 +32,7 @@ def exported(graph: Graph) -> Recording:
     assert trace.state == "completed" and len(trace.steps) == 4
     events = [s.event for s in trace.store.events(trace.thread_id)]
     text = recording_from_events(events).dump()
-    return parse_recording(__import__("yaml").safe_load(text), "resumed.yaml")
+    return parse_recording(yaml.safe_load(text), "resumed.yaml")
 
 
 @pytest.fixture
@@ -88,3 +93,47 @@ def test_coverage_counts_the_resume_edge(loop: Graph) -> None:
     report = coverage(loop, [exported(loop)])
     taken = {(e.source, e.status, e.target): e.recordings for e in report.edges}
     assert taken[("$START", "resume", "writer")] == 1
+
+
+TURNS = """\
+name: turns
+description: A Python function answers; a completed thread can be continued.
+roles:
+  answerer:
+    description: Answers
+    goal: Answer.
+    actor: { python: "answering:answer" }
+    frontmatter: { type: object, properties: { text: { type: string } }, required: [text] }
+graph:
+  $START:
+    _: { role: answerer, prompt: "Answer {{{$inputs.task}}}" }
+    resume: { role: answerer, prompt: "Also: {{{$inputs.message}}}" }
+  answerer:
+    _: { role: $END, prompt: "{{{text}}}" }
+"""
+
+
+def test_threads_export_then_replay_on_the_command_line(tmp_path: Path) -> None:
+    """The user's path: run, complete, `threads resume --message`, `threads export`, `replay`."""
+    (tmp_path / "g").mkdir()
+    graph = tmp_path / "g" / "turns.yaml"
+    graph.write_text(TURNS)
+    (tmp_path / "g" / "answering.py").write_text(
+        "def answer(call):\n    return {'text': 're: ' + call.prompt}\n"
+    )
+    store = tmp_path / "store"
+    first = run_thread(graph, {"task": "owls"}, store=store, workspace=tmp_path)
+    assert first.state == "completed"
+    runner = CliRunner()
+    store_args = ["--store", str(store)]
+    resumed = runner.invoke(
+        cli, ["threads", "resume", first.thread_id, "--message", "and bats", *store_args]
+    )
+    assert resumed.exit_code == 0, resumed.output
+    rec = tmp_path / "rec.yaml"
+    out = runner.invoke(cli, ["threads", "export", first.thread_id, "-o", str(rec), *store_args])
+    assert out.exit_code == 0, out.output
+    replayed = runner.invoke(cli, ["replay", str(graph), str(rec)])
+    assert replayed.exit_code == 0, replayed.output
+    assert "same route, 2 steps" in replayed.output
+    assert "route: answerer → answerer → $END" in replayed.output

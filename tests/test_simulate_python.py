@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.testing import assert_path, assert_state, reply, simulate
+from orchestrator.testing import assert_path, assert_state, reply, resume, simulate
 
 GRAPH = """\
 name: counted
@@ -106,3 +106,12 @@ def test_an_unscripted_model_role_still_suspends(
     trace = simulate(path, {}, inputs={"task": "owls"}, workspace=tmp_path)
     assert_state(trace, "suspended", reason_contains="no scripted reply left for role 'writer'")
     assert_path(trace, ["counter"])
+
+
+def test_resume_runs_the_python_role_too(write_graph: Callable[..., Path], tmp_path: Path) -> None:
+    path = _graph(write_graph)
+    trace = simulate(path, {}, inputs={"task": "owls"}, workspace=tmp_path)
+    assert_state(trace, "suspended", reason_contains="role 'writer'")
+    trace = resume(trace, path, {"writer": [reply(draft="one"), reply(draft="two")]})
+    assert_path(trace, ["counter", "writer", "counter", "writer", "counter", "$END"])
+    assert (tmp_path / "calls.txt").read_text().split() == ["1", "3", "5"]
