@@ -49,6 +49,10 @@ def test_a_thread_resumed_after_its_ending_replays_as_it_ran(loop: Graph) -> Non
     assert report.same_route, report.describe()
     assert report.path == ["writer", "reviewer", "writer", "reviewer", "$END"]
     assert report.trace.prompts[2] == "Continue: add a summary"  # through $START.resume
+    assert report.notes == [
+        "the recorded thread ended after step 2 and was resumed with message 'add a summary'; "
+        "so was the replay"
+    ]
 
 
 def test_the_export_says_where_it_was_resumed(loop: Graph) -> None:
@@ -137,3 +141,4 @@ def test_threads_export_then_replay_on_the_command_line(tmp_path: Path) -> None:
     assert replayed.exit_code == 0, replayed.output
     assert "same route, 2 steps" in replayed.output
     assert "route: answerer → answerer → $END" in replayed.output
+    assert "note: the recorded thread ended after step 1 and was resumed" in replayed.output

@@ -68,7 +68,13 @@ async def areplay_recording(
             elif resumes and result.ending is not None and result.steps == resumes[0].after:
                 # The recorded thread ended here too, and its user continued it: so does the
                 # replay, with the recorded message (whether the endings match: compare).
-                message = resumes.pop(0).message
+                mark = resumes.pop(0)
+                message = mark.message
+                notes.append(
+                    f"the recorded thread ended after step {mark.after} and was resumed "
+                    + (f"with message {mark.message!r}" if mark.message else "without a message")
+                    + "; so was the replay"
+                )
             else:
                 break
             result = await session.advance(
