@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .core.events import Event, ThreadStatus, ThreadSuspended
+from .core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
 from .core.steps import StepView, ThreadView, thread_view
 from .ledger import TOKEN_KEYS, money, tokens
 from .store.base import StoredEvent, ThreadRow
@@ -126,14 +126,25 @@ def shown_state(
 
 
 def _traceback(events: list[StoredEvent], full: bool, thread_id: str) -> list[str]:
-    """The traceback of the function whose failure suspended the thread (a Python actor's,
-    redacted when it was stored): whole with --full, else where to find it."""
-    last = next((s.event for s in reversed(events) if isinstance(s.event, ThreadSuspended)), None)
-    if last is None or not last.detail:
+    """The tracebacks of the functions whose failures suspended the thread (Python actors',
+    redacted when they were stored; a fan-out's failed branches each keep their own): whole
+    with --full, else where to find them."""
+    found: list[tuple[int | None, str]] = []
+    for stored in reversed(events):
+        event = stored.event
+        if isinstance(event, ThreadResumed):
+            break  # the tracebacks of this suspension only
+        if isinstance(event, ThreadSuspended | BranchFailed) and event.detail:
+            found.insert(0, (event.step, event.detail))
+    if not found:
         return []
     if not full:
         return [f"traceback: `orchestrator threads show {thread_id} --full` prints it"]
-    return ["traceback:", *("  " + line for line in last.detail.rstrip("\n").splitlines())]
+    lines: list[str] = []
+    for step, detail in found:
+        lines.append("traceback:" if len(found) == 1 else f"traceback of step {step}:")
+        lines += ["  " + line for line in detail.rstrip("\n").splitlines()]
+    return lines
 
 
 def _when(ts: float) -> str:

@@ -117,6 +117,7 @@ class BranchFailed(Event):
     reply: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0
+    detail: str | None = None  # as ThreadSuspended.detail: a Python actor's traceback
 
 
 @dataclass(frozen=True)

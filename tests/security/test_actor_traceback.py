@@ -118,3 +118,77 @@ def test_a_log_written_before_the_field_still_loads() -> None:
     old = {"type": "ThreadSuspended", "reason": "step 1 (a): boom", "kind": "actor", "step": 1}
     event = event_from_dict(old)
     assert isinstance(event, ThreadSuspended) and event.detail is None
+
+
+FANNED = """\
+name: fanned
+description: Python branches, one of which fails.
+inputs:
+  type: object
+  properties: { parts: { type: array, items: { type: string } } }
+  required: [parts]
+roles:
+  worker:
+    description: Works on a part
+    goal: Work.
+    actor: { python: "parts:work" }
+    frontmatter: { type: object, properties: { done: { type: string } }, required: [done] }
+  joiner:
+    description: Joins
+    goal: Join.
+    actor: { python: "parts:join" }
+    frontmatter: { type: object }
+graph:
+  $START:
+    _:
+      for_each: $inputs.parts
+      as: part
+      role: worker
+      prompt: "{{{part}}}"
+      join: { role: joiner, prompt: "joined" }
+  joiner:
+    _: { role: $END, prompt: "done" }
+"""
+
+PARTS = f"""\
+import os
+
+
+def work(call):
+    if call.prompt == "b":
+        raise ValueError("{MARKER} part b with " + os.environ["ANTHROPIC_API_KEY"])
+    return {{"done": call.prompt}}
+
+
+def join(call):
+    return "ok"
+"""
+
+
+def test_a_failing_branch_keeps_its_traceback_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "fanned.yaml").write_text(FANNED)
+    (tmp_path / "g" / "parts.py").write_text(PARTS)
+    store = tmp_path / "store"
+    result = run_thread(
+        tmp_path / "g" / "fanned.yaml", {"parts": ["a", "b"]}, store=store, workspace=tmp_path
+    )
+    assert result.state == "suspended", result.reason
+    runner = CliRunner()
+    full = runner.invoke(
+        cli, ["threads", "show", result.thread_id, "--full", "--store", str(store)]
+    )
+    assert full.exit_code == 0, full.output
+    assert 'parts.py", line 6, in work' in full.output  # control: the traceback is shown
+    assert f"ValueError: {MARKER} part b with [redacted]" in full.output
+    assert KEY not in full.output  # attack
+    data = json.loads(
+        runner.invoke(
+            cli, ["threads", "show", result.thread_id, "--json", "--store", str(store)]
+        ).output
+    )
+    (failed,) = [e for e in data["events"] if e["type"] == "BranchFailed"]
+    assert "Traceback (most recent call last):" in failed["detail"] and KEY not in failed["detail"]
