@@ -1,7 +1,9 @@
 """Recordings (docs/format.md section 8): a thread's replies, to replay and to test routing against.
 
 A recording lists, per committed step, the role, the rendered prompt, the accepted reply
-verbatim, the rejected attempts with their errors, and the token usage. Replaying feeds step N's
+verbatim, the rejected attempts with their errors, and the token usage; and, for a thread that
+was continued after reaching an ending (`$START.resume`), where: after which step, from which
+ending, with which message (`resumed`), so a replay resumes there too. Replaying feeds step N's
 replies when the engine asks for step N; when the graph now routes elsewhere, or a recorded reply
 no longer satisfies the schema, the replay actor raises `ReplayDivergence` (the thread suspends
 with that message) instead of crashing.
@@ -23,7 +25,7 @@ from typing import Any
 import yaml
 
 from .actors.base import ActorError, ActReply, ActRequest, Usage
-from .core.events import Event
+from .core.events import Event, StepCommitted, ThreadCompleted, ThreadResumed
 from .core.steps import thread_view
 from .spec.yamlpos import YamlSyntaxError, load_yaml
 
@@ -62,6 +64,16 @@ class RecordedStep:
 
 
 @dataclass(frozen=True)
+class RecordedResume:
+    """The recorded thread reached an ending after step `after` and was continued from there,
+    through `$START.resume`, with `message`."""
+
+    after: int
+    ending: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class Recording:
     graph: str
     steps: tuple[RecordedStep, ...]
@@ -72,6 +84,7 @@ class Recording:
     ending: str | None = None  # the ending the recorded thread reached (section 12)
     recovery: str | None = None  # that ending's rendered `recovery`
     path: str | None = None  # the file it was loaded from
+    resumed: tuple[RecordedResume, ...] = ()  # where the thread continued after an ending
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -88,6 +101,8 @@ class Recording:
             data["ending"] = self.ending
         if self.recovery is not None:
             data["recovery"] = self.recovery
+        if self.resumed:
+            data["resumed"] = [_resume_dict(r) for r in self.resumed]
         data["steps"] = [_step_dict(s) for s in self.steps]
         return data
 
@@ -104,6 +119,32 @@ class Recording:
         return yaml.dump(
             self.to_dict(), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
         )
+
+
+def _resume_dict(r: RecordedResume) -> dict[str, Any]:
+    data: dict[str, Any] = {"after": r.after}
+    if r.ending is not None:
+        data["ending"] = r.ending
+    if r.message is not None:
+        data["message"] = r.message
+    return data
+
+
+def resumes_of(events: list[Event]) -> tuple[RecordedResume, ...]:
+    """Where a thread's log continues after an ending: a `ThreadResumed` after a
+    `ThreadCompleted` (either outcome), with the number of steps committed by then."""
+    found: list[RecordedResume] = []
+    committed = 0
+    ended: ThreadCompleted | None = None
+    for event in events:
+        if isinstance(event, StepCommitted):
+            committed += 1
+        elif isinstance(event, ThreadCompleted):
+            ended = event
+        elif isinstance(event, ThreadResumed) and ended is not None:
+            found.append(RecordedResume(committed, ended.ending, event.message))
+            ended = None
+    return tuple(found)
 
 
 def _step_dict(s: RecordedStep) -> dict[str, Any]:
@@ -174,6 +215,7 @@ def recording_from_events(
         final=state.final,
         ending=state.ending,
         recovery=state.recovery,
+        resumed=resumes_of(events),
     )
 
 
@@ -266,7 +308,35 @@ def parse_recording(
         ending=data.get("ending") if isinstance(data.get("ending"), str) else None,
         recovery=data.get("recovery") if isinstance(data.get("recovery"), str) else None,
         path=where,
+        resumed=_parse_resumed(data.get("resumed"), len(steps), where),
     )
+
+
+def _parse_resumed(raw: Any, steps: int, where: str) -> tuple[RecordedResume, ...]:
+    """`resumed:` (absent in most recordings): a list of {after, ending, message}, in step
+    order, each after a recorded step."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise RecordingError(f"{where}: `resumed` must be a list of {{after, ending, message}}")
+    found: list[RecordedResume] = []
+    for i, item in enumerate(raw, 1):
+        after = item.get("after") if isinstance(item, dict) else None
+        if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= steps:
+            raise RecordingError(
+                f"{where}: resumed {i}: `after` must be a step number from 0 to {steps}"
+            )
+        if found and after < found[-1].after:
+            raise RecordingError(f"{where}: resumed {i}: `after` goes back (resumes in order)")
+        ending, message = item.get("ending"), item.get("message")
+        found.append(
+            RecordedResume(
+                after,
+                ending if isinstance(ending, str) else None,
+                message if isinstance(message, str) else None,
+            )
+        )
+    return tuple(found)
 
 
 class ReplayDivergence(ActorError):

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .core.events import Event, ThreadStatus
+from .core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
 from .core.steps import StepView, ThreadView, thread_view
 from .ledger import TOKEN_KEYS, money, tokens
 from .store.base import StoredEvent, ThreadRow
@@ -114,6 +114,39 @@ def _block(label: str, text: str, full: bool, thread_id: str, indent: str = "") 
     return lines
 
 
+def shown_state(
+    row: ThreadRow, status: ThreadStatus, reason: str | None
+) -> tuple[ThreadStatus, str | None]:
+    """The state `threads list` and `--json` show (the row's), where the row says the thread
+    ended and its log does not: a Temporal workflow terminated, timed out or failed outside the
+    engine (temporal/reading.py `row_of`). Otherwise the log's own."""
+    if ThreadStatus(row.state).ended and not status.ended:
+        return ThreadStatus(row.state), row.reason or reason
+    return status, reason
+
+
+def _traceback(events: list[StoredEvent], full: bool, thread_id: str) -> list[str]:
+    """The tracebacks of the functions whose failures suspended the thread (Python actors',
+    redacted when they were stored; a fan-out's failed branches each keep their own): whole
+    with --full, else where to find them."""
+    found: list[tuple[int | None, str]] = []
+    for stored in reversed(events):
+        event = stored.event
+        if isinstance(event, ThreadResumed):
+            break  # the tracebacks of this suspension only
+        if isinstance(event, ThreadSuspended | BranchFailed) and event.detail:
+            found.insert(0, (event.step, event.detail))
+    if not found:
+        return []
+    if not full:
+        return [f"traceback: `orchestrator threads show {thread_id} --full` prints it"]
+    lines: list[str] = []
+    for step, detail in found:
+        lines.append("traceback:" if len(found) == 1 else f"traceback of step {step}:")
+        lines += ["  " + line for line in detail.rstrip("\n").splitlines()]
+    return lines
+
+
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -131,9 +164,10 @@ def story_text(
     steps' child threads, whose steps are told indented under their step."""
     view = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
+    status, reason = shown_state(row, state.status, state.reason)
     total = sum(tokens(s.total_usage) for s in steps)
     lines = [
-        f"thread {row.id} · {row.graph} · {state.status} · {state.committed} steps · "
+        f"thread {row.id} · {row.graph} · {status} · {state.committed} steps · "
         f"{money(state.cost_usd)} · {total:,} tokens",
         f"workspace: {state.workspace}",
         f"started {_when(row.created)}, last event {_when(row.updated)}",
@@ -151,9 +185,10 @@ def story_text(
         lines += _block("final: ", state.final or "", full, row.id)
         if state.recovery:
             lines.append("recovery: " + state.recovery)
-    elif state.status != ThreadStatus.RUNNING:
-        lines += _block(f"{state.status}: ", state.reason or "", full, row.id)
-        if state.status == ThreadStatus.SUSPENDED:
+    elif status != ThreadStatus.RUNNING:
+        lines += _block(f"{status}: ", reason or "", full, row.id)
+        if status == ThreadStatus.SUSPENDED:
+            lines += _traceback(events, full, row.id)
             lines.append(f"continue with: orchestrator threads resume {row.id} [--message TEXT]")
         elif state.status == ThreadStatus.WAITING:
             lines += waiting_text(row.id, question, full)

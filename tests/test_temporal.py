@@ -37,6 +37,7 @@ from tests.temporal_helpers import (  # noqa: E402, F401  (a fixture, used by na
     WorkerProcess,
     new_queue,
     temporal_address,
+    temporal_binary,
 )
 
 FIX = """
@@ -532,10 +533,47 @@ def test_cancel_stops_the_step_in_flight(cluster: Cluster) -> None:
     assert out.returncode == 0, out.stderr
     assert wait_until(lambda: cluster.state(thread) == "cancelled", timeout=15)
     assert not (cluster.project.root / "count-worker").exists()  # the agent never finished
+    # An ordinary cancel is one line in the worker's log, not a traceback.
+    log = cluster.workers[0].log
+    assert wait_until(lambda: "stopped: its thread was" in log.read_text(), timeout=15)
+    assert "Traceback" not in log.read_text(), log.read_text()
+    (line,) = [x for x in log.read_text().splitlines() if "stopped: its thread was" in x]
+    assert line.startswith(f"step 1 (worker) of thread {thread} stopped"), line
     again = cluster.cli("threads", "cancel", thread)
     assert again.returncode == 2 and "already cancelled" in again.stderr
     resume = cluster.cli("threads", "resume", thread)
     assert resume.returncode == 2 and "cannot be resumed" in resume.stderr
+
+
+def test_a_terminated_workflow_reads_failed_in_list_and_show(cluster: Cluster) -> None:
+    cluster.project.script(worker=["---\n$status: done\nnote: late\n---\n"])
+    cluster.project.set("sleep", {"worker:1": 30})
+    cluster.worker()
+    out = cluster.cli("run", "ask", "go", "--detach")
+    assert out.returncode == 0, out.stderr
+    thread = out.stdout.strip()
+    assert wait_until(lambda: _running_step(cluster, thread), timeout=30)
+    terminate = subprocess.run(
+        [str(temporal_binary()), "workflow", "terminate", "--address", cluster.address]
+        + ["--workflow-id", thread, "--reason", "stuck"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert terminate.returncode == 0, terminate.stderr
+    assert wait_until(lambda: cluster.state(thread) == "failed", timeout=15)
+    listed = {row["id"]: row for row in lines(cluster.cli("threads", "list", "--json"))}
+    assert listed[thread]["state"] == "failed"
+    shown = cluster.cli("threads", "show", thread)
+    assert shown.returncode == 0, shown.stderr
+    assert f"thread {thread} · ask · failed ·" in shown.stdout
+    assert "failed: its workflow was terminated in Temporal" in shown.stdout
+    assert "running (or its process died" not in shown.stdout
+    as_json = json.loads(cluster.cli("threads", "show", thread, "--json").stdout)
+    assert (as_json["state"], as_json["reason"]) == ("failed", listed[thread]["reason"])
+    log = cluster.workers[0].log
+    assert wait_until(lambda: "stopped: its thread was" in log.read_text(), timeout=15)
+    assert "Traceback" not in log.read_text(), log.read_text()
 
 
 def _running_step(cluster: Cluster, thread: str) -> bool:

@@ -128,8 +128,10 @@ class ActorError(Exception):
         *,
         usage: Usage | None = None,
         cost_usd: float = 0.0,
+        detail: str | None = None,
     ):
         super().__init__(message)
+        self.detail = detail  # what `threads show --full` adds to the message: a traceback
         self.message = message
         self.kind = SuspendKind(kind)  # an unknown kind is a bug: fail where it is raised
         # What the failed step already spent (calls that succeeded before the failure), so

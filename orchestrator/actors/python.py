@@ -6,8 +6,9 @@ The function (sync or async) receives one `ActorCall` and returns the reply: its
 mapping of frontmatter fields (`$status` among them when the role has statuses) with the body
 under `$body`. The reply is validated like any other; an invalid one is sent back once per
 repair with the errors in `call.attempts`, so a function that cannot do better should raise.
-An exception suspends the step with its type and message (no traceback: the person resumes
-once the cause is fixed). A sync function runs in a worker thread, so the thread's lease keeps
+An exception suspends the step with its type and message (the reason stays one line: the person
+resumes once the cause is fixed); its traceback, redacted like a reply, is kept beside the reason
+for `threads show --full` and `--json`. A sync function runs in a worker thread, so the thread's lease keeps
 being renewed while it works. A replay never calls the function: recorded replies stand in.
 
 The module is imported from the graph's folder (or from the installed packages) by
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,9 +105,26 @@ class PythonActor:
             raise ActorError(
                 secrets.redact(f"{self.ref} raised {type(exc).__name__}: {exc}"),
                 SuspendKind.ACTOR,
+                detail=secrets.redact(traceback_text(exc)),
             ) from None
         # Redacted like a command actor's output: a credential never reaches the store.
         return ActReply(text=secrets.redact(reply_text(self.ref, result)), message=request.prompt)
+
+
+TRACEBACK_CHARS = 20_000  # a deep recursion's traceback: its end, where the error is
+
+
+def traceback_text(exc: BaseException) -> str:
+    """The function's traceback, from its own frames down (this module's frame left out), its
+    causes included; a very long one keeps its end."""
+    text = "".join(
+        traceback.format_exception(
+            type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None
+        )
+    )
+    if len(text) > TRACEBACK_CHARS:
+        text = "[… cut]\n" + text[-TRACEBACK_CHARS:]
+    return text
 
 
 def reply_text(ref: str, result: object) -> str:

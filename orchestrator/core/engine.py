@@ -370,6 +370,7 @@ def _judge_step(
                     step=f.step,
                     usage=dict(outcome.usage),
                     cost_usd=outcome.cost_usd,
+                    detail=outcome.detail,
                 )
             ]  # J6
         case NeedsPerson():
@@ -407,9 +408,8 @@ def _as_branch_failure(event: Event) -> Event:
     running branches end (D12)."""
     if not isinstance(event, ThreadSuspended) or event.step is None:
         return event
-    return BranchFailed(
-        event.step, event.reason, event.kind, event.reply, dict(event.usage), event.cost_usd
-    )
+    failed = (event.step, event.reason, event.kind, event.reply, dict(event.usage))
+    return BranchFailed(*failed, event.cost_usd, event.detail)
 
 
 def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:

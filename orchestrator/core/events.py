@@ -126,6 +126,7 @@ class BranchFailed(Event):
     reply: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0
+    detail: str | None = None  # as ThreadSuspended.detail: a Python actor's traceback
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,9 @@ class ThreadSuspended(Event):
     reply: str | None = None  # a $SUSPEND reply, verbatim
     usage: dict[str, int] = field(default_factory=dict)  # spent by a step that then failed
     cost_usd: float = 0.0
+    # A Python actor's traceback, redacted (`threads show --full`, `--json`); the reason stays
+    # one line. Optional: a log written before it loads with None.
+    detail: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ class ActorFailed:
     kind: SuspendKind
     usage: dict[str, int] = field(default_factory=dict)
     cost_usd: float = 0.0
+    detail: str | None = None  # a Python actor's traceback, redacted (ThreadSuspended.detail)
 
 
 @dataclass(frozen=True)

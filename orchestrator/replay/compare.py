@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.events import Event, SuspendKind, ThreadStatus, ThreadSuspended
 from ..core.steps import StepView, thread_view
-from ..recording import Recording
+from ..recording import Recording, resumes_of
 from ..spec.models import END, START, Graph
 from .report import Divergence, DivergenceKind, _label
 
@@ -29,7 +29,60 @@ def _last(items: Iterable[Any], cls: type[Any]) -> Any:
 def first_divergence(
     graph: Graph, recording: Recording, events: list[Event]
 ) -> tuple[Divergence | None, list[str]]:
-    """Compare the replayed thread's events with the recording (rules in the module doc)."""
+    """Compare the replayed thread's events with the recording (rules in the module doc):
+    the route's first divergence, or an earlier one where the recorded thread was resumed."""
+    found, notes = _route_divergence(graph, recording, events)
+    resumed = _resume_divergence(recording, events)
+    if resumed is not None and (found is None or resumed.step <= found.step):
+        return resumed, notes
+    return found, notes
+
+
+def _resume_divergence(recording: Recording, events: list[Event]) -> Divergence | None:
+    """Where the recorded thread reached an ending and was resumed (`resumed:`), the replay
+    must end there too, in the same ending (the replayer resumes it as its user did)."""
+    replayed = resumes_of(events)
+    view = thread_view(events)
+    started = {s.step: s for s in view.steps}
+    committed = view.committed
+    for i, mark in enumerate(recording.resumed):
+        step = mark.after + 1
+        if i < len(replayed):
+            if mark.ending is not None and replayed[i].ending != mark.ending:
+                last = committed[mark.after - 1] if mark.after else None
+                edge = (last.role, last.status or "", END) if last is not None else None
+                via = f" (edge {_label(edge)})" if edge else ""
+                return Divergence(
+                    DivergenceKind.ENDING,
+                    step,
+                    END,
+                    END,
+                    f"step {step}: the recording ends in '{mark.ending}' after step "
+                    f"{mark.after} and was resumed there, but the graph now ends in "
+                    f"'{replayed[i].ending}'{via}",
+                    edge=edge,
+                )
+            continue
+        start = started.get(step)
+        if start is None:
+            return None  # the replay stopped before: the route's divergence says where
+        edge = _edge_of(start, start.role)
+        via = f" (edge {_label(edge)})" if edge else ""
+        return Divergence(
+            DivergenceKind.CONTINUES,
+            step,
+            END,
+            start.role,
+            f"step {step}: the recording ends at $END after step {mark.after} and was resumed "
+            f"there, but the graph now continues to '{start.role}'{via}",
+            edge=edge,
+        )
+    return None
+
+
+def _route_divergence(
+    graph: Graph, recording: Recording, events: list[Event]
+) -> tuple[Divergence | None, list[str]]:
     recorded = recording.steps
     # A recording ends at $END when it says so: an ending, `completed`, or no state at all.
     expects_end = recording.ending is not None or recording.state in (None, ThreadStatus.COMPLETED)

@@ -118,9 +118,8 @@ def coverage(
     """Replay every recording through `graph` and count the edges they take.
 
     Only edges the recordings back count: the edges into committed steps and into `$END`.
-    A recording that diverges counts up to its divergence. The `$START.resume` edge is only
-    taken by a thread continued after it completed, which a recording does not mark, so it
-    shows as not covered.
+    A recording that diverges counts up to its divergence. The `$START.resume` edge is taken
+    by the recording of a thread continued after an ending (its `resumed:` marks).
     """
     graph = graph if isinstance(graph, Graph) else load_graph(graph)
     reports = [replay_recording(graph, r) for r in recordings]

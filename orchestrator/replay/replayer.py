@@ -60,12 +60,29 @@ async def areplay_recording(
         result = await session.advance(graph, thread_id, options=options, replay=recording)
         # Each resume grants the limits anew, so every round commits at least one step; the
         # bound only guards against a graph whose limits trip before any step.
-        for _ in range(len(recording.steps) + 1):
-            if result.state != ThreadStatus.SUSPENDED or result.kind != SuspendKind.LIMIT:
+        resumes = list(recording.resumed)
+        for _ in range(len(recording.steps) + len(resumes) + 1):
+            if result.state == ThreadStatus.SUSPENDED and result.kind == SuspendKind.LIMIT:
+                notes.append(f"{(result.reason or '').split(';')[0]}; the replay resumed past it")
+                message = None
+            elif resumes and result.ending is not None and result.steps == resumes[0].after:
+                # The recorded thread ended here too, and its user continued it: so does the
+                # replay, with the recorded message (whether the endings match: compare).
+                mark = resumes.pop(0)
+                message = mark.message
+                notes.append(
+                    f"the recorded thread ended after step {mark.after} and was resumed "
+                    + (f"with message {mark.message!r}" if mark.message else "without a message")
+                    + "; so was the replay"
+                )
+            else:
                 break
-            notes.append(f"{(result.reason or '').split(';')[0]}; the replay resumed past it")
             result = await session.advance(
-                graph, thread_id, options=options, replay=recording, first=ResumeRequested()
+                graph,
+                thread_id,
+                options=options,
+                replay=recording,
+                first=ResumeRequested(message),
             )
     events = [stored.event for stored in store.events(thread_id)]
     divergence, more = first_divergence(graph, recording, events)

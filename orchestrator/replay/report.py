@@ -35,8 +35,10 @@ says. A limit (`max_visits`) reached during the replay is not a change of route;
 resumes past it, as the recorded thread's user did, and notes it. Statuses need no separate
 check: a step's status is read from its recorded reply, so same reply, same status.
 
-A thread continued after it completed (`$START.resume`) is exported without a mark of where it
-continued, so its replay reports `ended-early` at the first step after its first `$END`.
+A thread continued after an ending (`$START.resume`) is exported with where (`resumed:` in the
+recording: after which step, from which ending, with which message). The replay resumes there
+with the recorded message when the graph ends there too; it must end there, in the recorded
+ending (else `continues` or `ending` at the next step), and then goes on as recorded.
 
 The recording's `graph_hash` is compared with the graph's and the result is reported
 (`same`, `changed`, `missing`); a difference never stops a replay, since a changed graph is

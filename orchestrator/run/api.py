@@ -15,6 +15,7 @@ the thread's state does not allow, or a person's answer that is invalid: `.error
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping
@@ -51,10 +52,12 @@ def _graph(graph: Graph | str | os.PathLike[str]) -> Graph:
 
 
 def _options(options: RunOptions | None, model: str | None, max_steps: int | None) -> RunOptions:
+    """The caller's options with `model` and `max_steps` laid over them, in a copy: a
+    `RunOptions` passed in is the caller's, to use again as it was."""
     options = options or RunOptions()
-    options.model = model or options.model
-    options.max_steps = max_steps or options.max_steps
-    return options
+    return dataclasses.replace(
+        options, model=model or options.model, max_steps=max_steps or options.max_steps
+    )
 
 
 async def arun_thread(
@@ -70,7 +73,11 @@ async def arun_thread(
     actor_for: ActorFor | None = None,
     options: RunOptions | None = None,
 ) -> ThreadResult:
-    """Start a thread and advance it as far as it goes (see `run_thread`)."""
+    """Start a thread and advance it as far as it goes: `run_thread` inside an event loop.
+
+    The parameters are `run_thread`'s: `graph`, `inputs`, `workspace`, `store`, `model`,
+    `max_steps`, `in_place`, `replay`, `actor_for`, `options`.
+    """
     graph = _graph(graph)
     recording = replay if isinstance(replay, Recording | None) else load_recording(Path(replay))
     session = _session(store)
@@ -98,15 +105,50 @@ async def arun_thread(
 def run_thread(
     graph: Graph | str | os.PathLike[str],
     inputs: Mapping[str, Any] | None = None,
-    **kw: Any,
+    *,
+    workspace: str | os.PathLike[str] | None = None,
+    store: StoreArg = None,
+    model: str | None = None,
+    max_steps: int | None = None,
+    in_place: bool = False,
+    replay: Recording | str | os.PathLike[str] | None = None,
+    actor_for: ActorFor | None = None,
+    options: RunOptions | None = None,
 ) -> ThreadResult:
-    """Start a thread of `graph` (a Graph, a path, or a graph name) and advance it.
+    """Start a thread of `graph` and advance it.
 
     Returns when the thread completes, suspends, waits for a person, fails or is cancelled:
-    `result.thread_id`, `result.state`, `result.final`, `result.reason`. Keywords: `workspace`,
-    `store`, `model`, `max_steps`, `in_place`, `replay` (a recording), `actor_for`, `options`.
+    `result.thread_id`, `result.state`, `result.final`, `result.reason`.
+
+    - `graph`: a Graph, a graph file's path, or a graph name (looked up as `orchestrator run`
+      does).
+    - `inputs`: the thread's inputs (the graph's `inputs` schema; `{"task": ...}` without one).
+    - `workspace`: the folder the thread works in (default: the current directory).
+    - `store`: where the thread lives: an `EventStore`, a folder, or None for
+      `$ORCHESTRATOR_HOME` else `./.orchestrator/` (`MemoryStore()` for memory only).
+    - `model`: a model alias or id for every role (as `--model`).
+    - `max_steps`: at most this many steps in this run (as `--max-steps`).
+    - `in_place`: work in `workspace` itself, not in a git worktree of its own.
+    - `replay`: a `Recording` or a recording file: its replies stand in for the actors.
+    - `actor_for`: `(role name, Role) -> actor`, who plays each role (default: the role's own
+      `actor:`).
+    - `options`: a `RunOptions` (callbacks, timeouts, ...); `model` and `max_steps` given here
+      win over its own, in a copy: the object passed is not changed.
     """
-    return asyncio.run(arun_thread(graph, inputs, **kw))
+    return asyncio.run(
+        arun_thread(
+            graph,
+            inputs,
+            workspace=workspace,
+            store=store,
+            model=model,
+            max_steps=max_steps,
+            in_place=in_place,
+            replay=replay,
+            actor_for=actor_for,
+            options=options,
+        )
+    )
 
 
 def resume_thread(
@@ -120,7 +162,16 @@ def resume_thread(
     actor_for: ActorFor | None = None,
     options: RunOptions | None = None,
 ) -> ThreadResult:
-    """Continue a suspended, interrupted or completed thread, with an optional message."""
+    """Continue a suspended, interrupted or completed thread, with an optional message.
+
+    - `thread_id`: an id, or a unique prefix or suffix of one.
+    - `message`: added to the pending prompt (a completed thread continues through
+      `$START.resume` with it).
+    - `store`: where the thread lives (as `run_thread`).
+    - `graph`: the graph to continue with, if not the one the thread started with.
+    - `model`, `max_steps`, `actor_for`, `options`: as `run_thread` (the `options` passed are
+      not changed).
+    """
     session = _session(store)
     row = session.thread(thread_id)
     loaded = _graph(graph) if graph is not None else session.graph_for(row)
@@ -149,14 +200,19 @@ def answer_thread(
 ) -> ThreadResult:
     """Answer for the person a waiting thread waits for, then continue the thread.
 
-    Give `status` and `fields` (and an optional `body`), or the whole reply as `text`.
+    - `thread_id`: an id, or a unique prefix or suffix of one.
+    - `status`, `fields`, `body`: the answer's status, frontmatter fields and body; or
+    - `text`: the whole reply (frontmatter and body), instead of those three.
+    - `store`, `graph`, `actor_for`, `options`: as `resume_thread`.
     """
     session = _session(store)
     row = session.thread(thread_id)
     loaded = _graph(graph) if graph is not None else session.graph_for(row)
     reply = text if text is not None else format_reply(status, dict(fields or {}), body)
     return asyncio.run(
-        session.answer(loaded, row.id, reply, options=options or RunOptions(), actor_for=actor_for)
+        session.answer(
+            loaded, row.id, reply, options=_options(options, None, None), actor_for=actor_for
+        )
     )
 
 

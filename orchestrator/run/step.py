@@ -190,6 +190,7 @@ async def _perform(
             exc.kind,
             usage=usage if any(usage.values()) else {},
             cost_usd=exc.cost_usd,
+            detail=exc.detail,
         )
     except Exception as exc:  # a bug in an actor: the thread suspends, it does not crash
         return ActorFailed(

@@ -6,7 +6,8 @@ with no terminal, so a human role's step waits for `threads answer`) is called w
 the workflow made, and its reply or its failure comes back as an outcome. While the actor works
 the activity heartbeats, so Temporal learns within the heartbeat timeout that a worker died, and
 the workflow runs the step again elsewhere. A cancel from the workflow (the thread was cancelled
-or interrupted) cancels the actor's call, which stops its process; a worker shutting down
+or interrupted) cancels the actor's call, which stops its process, and the worker logs one
+line, not a traceback (an ordinary event, not an error); a worker shutting down
 hands the step back to the workflow, which runs it again on another worker.
 """
 
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationErrorCategory as Category
 
 from ..run.actors import default_actor_for
 from ..run.options import RunOptions
@@ -27,6 +30,9 @@ from .codec import outcome_to_dict, plan_from_dict, role_from_dump
 from .workflow import ACTIVITY_NAME, WORKER_SHUTDOWN, StepInput
 
 HEARTBEAT_EVERY = 1.0  # seconds; the SDK sends at most one per 80% of the heartbeat timeout
+STEP_STOPPED = "StepStopped"  # the error type of a step stopped by its thread's cancel
+BENIGN = Category.BENIGN
+log = logging.getLogger("orchestrator.temporal.worker")
 
 
 class StepActivities:
@@ -53,7 +59,19 @@ class StepActivities:
                 raise ApplicationError(
                     "the worker shut down during the step", type=WORKER_SHUTDOWN
                 ) from None
-            raise
+            # The thread was cancelled or interrupted (or its workflow ended): nothing went
+            # wrong here, so one line, not the SDK's traceback of a failed activity (a benign
+            # error is logged at debug level; the workflow no longer waits for this result).
+            info = activity.info()
+            log.warning(
+                "step %s (%s) of thread %s stopped: its thread was cancelled, interrupted or ended",
+                plan.step,
+                params.role_name,
+                info.workflow_id,
+            )
+            raise ApplicationError(
+                "the step was stopped", type=STEP_STOPPED, category=BENIGN
+            ) from None
         finally:
             if not task.done():  # cancelled: the thread was cancelled or interrupted
                 task.cancel()

@@ -1,16 +1,20 @@
 """Testing helpers: `simulate()` runs the real engine with given replies (docs/format.md section 10).
 
-Routing, extraction, repairs, templates and guards are the real ones; only the actor is
-scripted and the store lives in memory, so a routing test needs no network and no API key.
+Routing, extraction, repairs, templates and guards are the real ones; the actors are scripted
+and the store lives in memory, so a routing test needs no network and no API key. With replies
+per role, a role the script does not name whose actor is a Python function
+(`actor: {python: ...}`) runs that function, as a real run would: a graph's own code plays beside
+the scripted roles. Every other role takes scripted replies only.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..actors.python import PythonActor
 from ..actors.scripted import ScriptedActor
 from ..core.outcomes import ResumeRequested
 from ..extract import format_reply
@@ -19,7 +23,8 @@ from ..replay import ReplayReport, replay_recording
 from ..run.options import RunOptions
 from ..run.session import Session
 from ..spec.loader import load_graph
-from ..spec.models import Graph
+from ..spec.models import Graph, Role
+from ..spec.models import PythonActor as PythonSpec
 from ..store.memory import MemoryStore
 from ..trace import Trace, TraceStep, trace_from_store
 from .asserts import (
@@ -48,18 +53,32 @@ def simulate(
     if inputs is None:
         inputs = {"task": "(simulated task)"} if graph.inputs is None else {}
     session = Session(MemoryStore())
-    actor = ScriptedActor(outputs)
+    actor_for = _actors(outputs)
     folder = Path(workspace or Path.cwd()).resolve()
     thread_id = session.start(graph, dict(inputs), folder=folder).thread_id
     asyncio.run(
         session.advance(
             graph,
             thread_id,
-            actor_for=lambda name, role: actor,
+            actor_for=actor_for,
             options=RunOptions(max_steps=max_steps),
         )
     )
     return trace_from_store(session.store, thread_id)
+
+
+def _actors(outputs: Iterable[str] | Mapping[str, Iterable[str]]) -> Callable[[str, Role], Any]:
+    """Who plays each role in a simulation: the script, except a Python actor's role that a
+    script per role does not name (a list of replies scripts every step, so every role)."""
+    scripted = ScriptedActor(outputs)
+    named = set(outputs) if isinstance(outputs, Mapping) else None
+
+    def actor_for(name: str, role: Role) -> Any:
+        if named is not None and name not in named and isinstance(role.actor, PythonSpec):
+            return PythonActor(role.actor.python, role.folder)
+        return scripted
+
+    return actor_for
 
 
 def resume(
@@ -73,12 +92,11 @@ def resume(
     """Resume a simulated thread with more scripted replies."""
     if not isinstance(graph, Graph):
         graph = load_graph(graph)
-    actor = ScriptedActor(outputs)
     asyncio.run(
         Session(trace.store).advance(
             graph,
             trace.thread_id,
-            actor_for=lambda name, role: actor,
+            actor_for=_actors(outputs),
             options=RunOptions(max_steps=max_steps),
             first=ResumeRequested(message),
         )
