@@ -11,7 +11,7 @@ import re
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 SECRET_PARTS = frozenset({"PASS", "PAT", "AUTH", "CREDS", "APIKEY"})
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-# What every child gets (FORMAT section 22); LC_* too. Nothing here may hold a secret.
+# What every child gets (docs/security.md); LC_* too. Nothing here may hold a secret.
 BASE_ENVIRONMENT = ("PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR")
 # Providers' keys: never passed to a child, even when a role names them under `env:`.
 PROVIDER_KEYS = frozenset(
@@ -71,5 +71,5 @@ def is_provider_key(name: str) -> bool:
 
 
 def is_base_name(name: str) -> bool:
-    """A variable every child gets (FORMAT section 22)."""
+    """A variable every child gets (docs/security.md)."""
     return name in BASE_ENVIRONMENT or name.startswith("LC_")

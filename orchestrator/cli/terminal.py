@@ -1,4 +1,4 @@
-"""Text bound for a terminal, with its control characters made harmless (FORMAT section 22).
+"""Text bound for a terminal, with its control characters made harmless (docs/security.md).
 
 Theory of operation. A reply, a tool's output, a file, an input or anything else in a thread
 can hold terminal control sequences: `ESC ] 0 ; title BEL` retitles the window, `ESC [ 2 J`

@@ -1,4 +1,4 @@
-"""A role never sees a secret, and never rewrites what a person sees (FORMAT section 22).
+"""A role never sees a secret, and never rewrites what a person sees (docs/security.md).
 
 Each attack beside a control that shows the test can see the attack succeed:
 
