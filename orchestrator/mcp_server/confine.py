@@ -28,6 +28,7 @@ from pathlib import Path
 from ..problems import Problem
 from ..spec.loader import GRAPH_SUFFIXES, bundled_graphs_dir
 from ..spec.models import Graph
+from ..tools.sandbox_needs import unsandboxed_roles
 
 
 class Refusal(Exception):
@@ -141,16 +142,6 @@ class Confinement:
 
 def inside(path: Path, folders: Iterable[Path]) -> bool:
     return any(path == folder or path.is_relative_to(folder) for folder in folders)
-
-
-def unsandboxed_roles(graph: Graph, prefix: str = "") -> list[str]:
-    """The roles whose `sandbox:` is `off`, a child graph's as `role/child-role`."""
-    found = [prefix + name for name, role in graph.roles.items() if role.sandbox == "off"]
-    for name in graph.roles:
-        child = graph.subgraph(name)
-        if child is not None:
-            found += unsandboxed_roles(child, f"{prefix}{name}/")
-    return found
 
 
 def _children(graph: Graph, prefix: str = "") -> list[tuple[str, Graph]]:

@@ -24,14 +24,20 @@ def needs_sandbox(role: Role) -> str | None:
     return None
 
 
-def unsandboxed_roles(graph: Graph) -> list[str]:
-    """The roles that start processes and said `sandbox: off`."""
-    return [
-        name
+def unsandboxed_roles(graph: Graph, prefix: str = "") -> list[str]:
+    """The roles that start processes and said `sandbox: off`, a child graph's (of a subgraph
+    role, whose thread runs them too) as `role/child-role`."""
+    found = [
+        prefix + name
         for name, role in graph.roles.items()
         if role.sandbox == "off"
         and (isinstance(role.actor, CommandActor) or "shell" in role.tools or role.mcp_servers)
     ]
+    for name in graph.roles:
+        child = graph.subgraph(name)
+        if child is not None:
+            found += unsandboxed_roles(child, f"{prefix}{name}/")
+    return found
 
 
 def sandbox_problem(graph: Graph) -> str | None:
