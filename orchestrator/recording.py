@@ -86,6 +86,13 @@ class Recording:
     path: str | None = None  # the file it was loaded from
     resumed: tuple[RecordedResume, ...] = ()  # where the thread continued after an ending
 
+    def resume_at(self, steps: int, ending: str | None) -> RecordedResume | None:
+        """The recorded resume of a replay that reached an ending after `steps` committed steps
+        (the recorded thread ended there too, and its user continued it), or None."""
+        if ending is None:
+            return None
+        return next((r for r in self.resumed if r.after == steps), None)
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "recording": RECORDING_VERSION,

@@ -3,6 +3,7 @@ its recording marks where it was resumed, and replays as it ran (docs/testing.md
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -142,3 +143,13 @@ def test_threads_export_then_replay_on_the_command_line(tmp_path: Path) -> None:
     assert "same route, 2 steps" in replayed.output
     assert "route: answerer → answerer → $END" in replayed.output
     assert "note: the recorded thread ended after step 1 and was resumed" in replayed.output
+    # `run --replay` plays it as it ran too: through the resume, to the second ending.
+    played = runner.invoke(
+        cli,
+        ["run", str(graph), "--replay", str(rec), "--store", str(tmp_path / "s2"), "--json"],
+    )
+    assert played.exit_code == 0, played.output
+    lines = [json.loads(line) for line in played.output.splitlines() if line.startswith("{")]
+    kinds = [line.get("event", line.get("type")) for line in lines]
+    assert sum(1 for k in kinds if k == "ThreadResumed") == 1, kinds
+    assert lines[-1]["state"] == "completed" and lines[-1]["steps"] == 2

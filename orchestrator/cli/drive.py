@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.events import ThreadStatus
-from ..core.outcomes import Outcome, Refused
+from ..core.outcomes import Outcome, Refused, ResumeRequested
 from ..recording import Recording
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import SessionError
@@ -49,6 +49,21 @@ def drive(
             result = asyncio.run(
                 session.advance(graph, thread_id, options=options, replay=recording, first=first)
             )
+            # A replayed thread that its user continued after an ending is continued here too,
+            # with the recorded message; each recorded resume once.
+            used: set[int] = set()
+            while recording is not None and (
+                mark := recording.resume_at(result.steps, result.ending)
+            ):
+                if mark.after in used:
+                    break
+                used.add(mark.after)
+                first = ResumeRequested(mark.message)
+                result = asyncio.run(
+                    session.advance(
+                        graph, thread_id, options=options, replay=recording, first=first
+                    )
+                )
     except KeyboardInterrupt:
         row = session.thread(thread_id)
         if row.state == ThreadStatus.WAITING:

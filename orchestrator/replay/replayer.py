@@ -60,15 +60,14 @@ async def areplay_recording(
         result = await session.advance(graph, thread_id, options=options, replay=recording)
         # Each resume grants the limits anew, so every round commits at least one step; the
         # bound only guards against a graph whose limits trip before any step.
-        resumes = list(recording.resumed)
-        for _ in range(len(recording.steps) + len(resumes) + 1):
+        for _ in range(len(recording.steps) + len(recording.resumed) + 1):
+            mark = recording.resume_at(result.steps, result.ending)
             if result.state == ThreadStatus.SUSPENDED and result.kind == SuspendKind.LIMIT:
                 notes.append(f"{(result.reason or '').split(';')[0]}; the replay resumed past it")
                 message = None
-            elif resumes and result.ending is not None and result.steps == resumes[0].after:
+            elif mark is not None:
                 # The recorded thread ended here too, and its user continued it: so does the
                 # replay, with the recorded message (whether the endings match: compare).
-                mark = resumes.pop(0)
                 message = mark.message
                 notes.append(
                     f"the recorded thread ended after step {mark.after} and was resumed "
