@@ -6,7 +6,8 @@ and, for a waiting thread, the `Question` its role asks. The page shows per step
 edge that led there, the status it answered, how often it ran, the prompt, the fields, the body,
 each rejected reply with its errors, tokens, cost, model, tool calls and time; then the final
 message, the ending and its recovery, or why the thread stopped and the buttons that continue
-it (resume with a message, cancel, or the answer forms of a waiting person).
+it (resume with a message, cancel, or the answer forms of a waiting person). Resume and cancel
+are offered exactly when the moderator would take them (`core/allowed.py` asks its judge).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from ..core.allowed import can_cancel, can_resume
 from ..core.events import ThreadStatus
 from ..core.steps import StepView, ThreadView
 from ..ledger import tokens
@@ -75,7 +77,7 @@ def thread_page(
         '<div data-live="notices">',
         *(f'<div class="banner {esc(n.kind)}">{esc(n.text)}</div>' for n in notices),
         "</div>",
-        f'<div data-live="outcome">{_outcome(row, view, question, running_here, answer)}</div>',
+        f'<div data-live="outcome">{_outcome(row, view, graph, question, running_here, answer)}</div>',
         '<div class="layout"><section>',
         f'<h2>Timeline</h2><div data-live="timeline">{_timeline(view)}</div>',
         "</section><section>",
@@ -95,6 +97,7 @@ def thread_page(
 def _outcome(
     row: ThreadRow,
     view: ThreadView,
+    graph: Graph | None,
     question: Question | None,
     running_here: bool,
     answer: AnswerState | None,
@@ -129,7 +132,7 @@ def _outcome(
             "<p>The graph no longer has the waiting role; answer with a whole reply: "
             f"<code>orchestrator threads answer {esc(row.id)} --file REPLY.md</code></p>"
         )
-    out.append(_actions(row, view, running_here))
+    out.append(_actions(row, view, graph, running_here))
     return "".join(out)
 
 
@@ -150,19 +153,24 @@ def _question(question: Question, answer: AnswerState | None) -> str:
     )
 
 
-def _actions(row: ThreadRow, view: ThreadView, running_here: bool) -> str:
+def _actions(row: ThreadRow, view: ThreadView, graph: Graph | None, running_here: bool) -> str:
+    """Resume and cancel, offered exactly when the moderator's judge would take them
+    (`core/allowed.py`); a thread this server runs is left to it."""
     state = view.state
     buttons: list[str] = []
-    resumable = state.status in (ThreadStatus.SUSPENDED, ThreadStatus.COMPLETED) or (
-        state.status == ThreadStatus.RUNNING and not running_here
-    )
-    if resumable:
+    resume = can_resume(graph, state)
+    if resume.ok and not running_here:
+        hint = "required: the graph's next step reads it" if resume.needs_message else "optional"
+        required = " required" if resume.needs_message else ""
         buttons.append(
             f'<form method="post" action="/threads/{esc(row.id)}/resume" class="resume">'
-            '<textarea name="message" placeholder="message for the next step (optional)">'
-            '</textarea><button type="submit" class="primary">Resume</button></form>'
+            '<textarea name="message" aria-label="message for the next step" '
+            f'placeholder="message for the next step ({hint})"{required}></textarea>'
+            '<button type="submit" class="primary">Resume</button></form>'
         )
-    if not state.status.ended:
+    elif not resume.ok and state.status in (ThreadStatus.COMPLETED, ThreadStatus.FAILED):
+        buttons.append(f'<p class="note" data-resume="refused">{esc(resume.why)}</p>')
+    if can_cancel(state).ok:
         buttons.append(
             f'<form method="post" action="/threads/{esc(row.id)}/cancel" class="cancel" '
             'data-confirm="Cancel this thread for good? It cannot be resumed afterwards.">'
