@@ -67,6 +67,8 @@ def test_a_completed_thread_without_a_resume_edge_offers_no_resume(
     with served(project.store, env=project.env()) as server:
         page.goto(server.at(f"threads/{thread_id}"))
         expect(page.locator(".facts [data-state]")).to_have_text("completed")
+        expect(page.locator('[data-live="facts"]')).to_contain_text("1 step")  # not "1 steps"
+        expect(page.locator('[data-live="facts"]')).not_to_contain_text("1 steps")
         expect(page.locator("form.resume")).to_have_count(0)
         expect(page.locator("form.cancel")).to_have_count(0)
         expect(page.locator('[data-resume="refused"]')).to_contain_text("`$START.resume` edge")

@@ -19,6 +19,7 @@ from ..core.allowed import can_cancel, can_resume
 from ..core.events import ThreadStatus
 from ..core.steps import StepView, ThreadView
 from ..ledger import tokens
+from ..plural import plural
 from ..render.diagram import Taken
 from ..run.waiting import Question
 from ..spec.models import Graph
@@ -64,7 +65,7 @@ def thread_page(
         f'<h1>thread <span class="mono">{esc(row.id)}</span></h1>',
         '<div class="facts" data-live="facts">',
         f"{badge(status)} <span>graph {esc(row.graph)}</span>",
-        f"<span>{state.committed} steps</span><span>{total_tokens:,} tokens</span>",
+        f"<span>{plural(state.committed, 'step')}</span><span>{plural(total_tokens, 'token')}</span>",
         f"<span>{cost(state.cost_usd)}</span><span>started {esc(stamp(row.created))}</span>",
         f"<span>last event {esc(stamp(row.updated))}</span>",
         f"<span>workspace <code>{esc(state.workspace)}</code></span>",
@@ -202,16 +203,16 @@ def _step(s: StepView, view: ThreadView) -> str:
     if s.total_cost_usd:
         facts.append(cost(s.total_cost_usd))
     if s.tool_calls:
-        facts.append(f"{s.tool_calls} tool call{'s' if s.tool_calls != 1 else ''}")
+        facts.append(plural(s.tool_calls, "tool call"))
     if s.model:
         facts.append(s.model)
     if s.actor:
         facts.append(s.actor)
     if s.runs > 1:
-        facts.append(f"ran {s.runs} times")
+        facts.append(f"ran {plural(s.runs, 'time')}")
     if s.all_attempts:
         n = len(s.all_attempts)
-        facts.append(f"{n} rejected repl{'ies' if n != 1 else 'y'}")
+        facts.append(plural(n, "rejected reply", "rejected replies"))
     edge = f"from {s.source} via {s.edge_status}" if s.source else ""
     if s.branch is not None:
         edge += f" · branch {s.branch + 1}"
