@@ -27,6 +27,7 @@ import yaml
 from .actors.base import ActorError, ActReply, ActRequest, Usage
 from .core.events import Event, StepCommitted, ThreadCompleted, ThreadResumed
 from .core.steps import thread_view
+from .plural import plural
 from .spec.yamlpos import YamlSyntaxError, load_yaml
 
 RECORDING_MAX_BYTES = 100_000_000  # a recording holds whole replies: far more than a graph file
@@ -413,7 +414,7 @@ class ReplayActor:
         steps = recording.steps
         if n > len(steps):
             raise ReplayDivergence(
-                f"the recording has {len(steps)} steps; the graph now asks for step {n} "
+                f"the recording has {plural(len(steps), 'step')}; the graph now asks for step {n} "
                 f"(role '{request.role_name}')",
                 step=n,
                 recorded_role=None,

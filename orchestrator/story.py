@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
 from .core.steps import StepView, ThreadView, thread_view
 from .ledger import TOKEN_KEYS, money, tokens
+from .plural import noun, plural
 from .store.base import StoredEvent, ThreadRow
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def cut(text: str, full: bool = False) -> tuple[str, str]:
         head = head[:CUT_CHARS].rstrip() + "…"
     if head == text or head == text.rstrip("\n"):
         return text, ""
-    return head, f"{len(lines):,} lines, {len(text):,} characters in all"
+    return head, f"{plural(len(lines), 'line')}, {plural(len(text), 'character')} in all"
 
 
 def _block(label: str, text: str, full: bool, thread_id: str, indent: str = "") -> list[str]:
@@ -167,8 +168,8 @@ def story_text(
     status, reason = shown_state(row, state.status, state.reason)
     total = sum(tokens(s.total_usage) for s in steps)
     lines = [
-        f"thread {row.id} · {row.graph} · {status} · {state.committed} steps · "
-        f"{money(state.cost_usd)} · {total:,} tokens",
+        f"thread {row.id} · {row.graph} · {status} · {plural(state.committed, 'step')} · "
+        f"{money(state.cost_usd)} · {plural(total, 'token')}",
         f"workspace: {state.workspace}",
         f"started {_when(row.created)}, last event {_when(row.updated)}",
         "",
@@ -178,7 +179,8 @@ def story_text(
     if len(book) > 1 and state.cost_usd:
         lines += ["", "cost by role:"]
         for role, entry in sorted(book.items(), key=lambda kv: -kv[1]["cost_usd"]):
-            lines.append(f"  {role:<20} {entry['steps']:>3} steps  {money(entry['cost_usd'])}")
+            n = int(entry["steps"])
+            lines.append(f"  {role:<20} {n:>3} {noun(n, 'step'):<5}  {money(entry['cost_usd'])}")
     lines.append("")
     if state.ending is not None:
         lines.append(f"ending: {state.ending}" + (" (failure)" if state.status == "failed" else ""))
@@ -212,7 +214,7 @@ def _step_lines(
         if s.total_cost_usd:
             facts.append(money(s.total_cost_usd))
         if s.tool_calls:
-            facts.append(f"{s.tool_calls} tool calls")
+            facts.append(plural(s.tool_calls, "tool call"))
         if s.actor and s.actor not in ("anthropic", "AnthropicActor"):
             facts.append(s.actor)
         kind = f" [branch {s.branch + 1}]" if s.branch is not None else " [join]" if s.join else ""

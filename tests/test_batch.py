@@ -91,7 +91,7 @@ def test_batch_command_runs_threads_and_prints_a_summary(tmp_path: Path) -> None
     out = project.run("run", "loop", "--batch", "batch.jsonl", "--concurrency", "2")
     assert out.returncode == 0, out.stderr
     assert "5 of 5 completed" in out.stdout
-    assert out.stderr.count("completed (1 steps") == 5
+    assert out.stderr.count("completed (1 step, ") == 5
     rows = project.threads()
     assert sorted(r["state"] for r in rows) == ["completed"] * 5
 

@@ -26,6 +26,7 @@ def test_importing_the_moderator_loads_no_io_module() -> None:
     code = (
         "import json, sys\n"
         "import orchestrator.core.engine, orchestrator.core.steps, orchestrator.core.context\n"
+        "import orchestrator.core.allowed\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,6 +11,7 @@ import click
 
 from ..core.events import ThreadStatus
 from ..ledger import money
+from ..plural import plural
 from ..run.batch import BatchInputError, BatchItem, read_batch, run_batch
 from ..run.options import RunOptions
 from ..run.session import Session, SessionError
@@ -57,10 +58,14 @@ def run_batch_command(
         if as_json:
             click.echo(json.dumps({"line": item.line, **r.to_dict()}, ensure_ascii=False))
         else:
-            waits = f", waited out {item.rate_limited} rate limit(s)" if item.rate_limited else ""
+            waits = (
+                f", waited out {plural(item.rate_limited, 'rate limit')}"
+                if item.rate_limited
+                else ""
+            )
             click.echo(
                 f"[{done}/{len(batch)}] line {item.line}: thread {r.thread_id} {r.state} "
-                f"({r.steps} steps, {money(r.cost_usd)}{waits})",
+                f"({plural(r.steps, 'step')}, {money(r.cost_usd)}{waits})",
                 err=True,
             )
 
@@ -69,7 +74,8 @@ def run_batch_command(
 
     if not as_json:
         click.echo(
-            f"batch of {len(batch)} threads of {graph.name}, {concurrency} at a time", err=True
+            f"batch of {plural(len(batch), 'thread')} of {graph.name}, {concurrency} at a time",
+            err=True,
         )
     try:
         items = asyncio.run(

@@ -17,6 +17,7 @@ from ..core.events import (
 )
 from ..core.state import ThreadState
 from ..ledger import money, tokens
+from ..plural import plural
 from ..store.base import StoredEvent
 
 
@@ -40,7 +41,7 @@ def step_facts(event: StepCommitted) -> list[str]:
     if event.cost_usd:
         facts.append(money(event.cost_usd))
     if event.tool_calls:
-        facts.append(f"{event.tool_calls} tool call{'s' if event.tool_calls != 1 else ''}")
+        facts.append(plural(event.tool_calls, "tool call"))
     return facts
 
 
@@ -88,7 +89,7 @@ def describe(event: Any, state: ThreadState) -> str:
             )
             return f"resumed{note}"
         case ThreadCompleted():
-            spent = f"{state.committed} steps, {money(state.cost_usd)}"
+            spent = f"{plural(state.committed, 'step')}, {money(state.cost_usd)}"
             if event.outcome == "failure":
                 return f"ended '{event.ending}' (a failure) after {spent}"
             ending = "" if event.ending == "done" else f" ({event.ending})"

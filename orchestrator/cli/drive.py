@@ -12,6 +12,7 @@ import click
 
 from ..core.events import ThreadStatus
 from ..core.outcomes import Outcome, Refused, ResumeRequested
+from ..plural import plural
 from ..recording import Recording
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import SessionError
@@ -212,7 +213,7 @@ def branch_report(tree: dict[str, Any]) -> str:
     lines = [""]
     if files:
         lines.append(
-            f"Branch {branch}: {len(files)} file{'s' if len(files) != 1 else ''} changed "
+            f"Branch {branch}: {plural(len(files), 'file')} changed "
             f"since {base}, committed as {tree['head'][:10]}"
         )
         lines += [f"  {f['status']} {f['path']}" for f in files]

@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from ..plural import noun, plural
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, load_graph_or_exit
 
 
@@ -121,8 +122,8 @@ def _replay_each(graph: Any, recordings: list[Any], as_json: bool) -> int:
     if not as_json and len(recordings) > 1:
         same = len(recordings) - diverged
         click.echo(
-            f"{len(recordings)} recordings: {same} same route"
-            + (f", {diverged} diverge{'s' if diverged == 1 else ''}" if diverged else "")
+            f"{plural(len(recordings), 'recording')}: {same} same route"
+            + (f", {diverged} {noun(diverged, 'diverges', 'diverge')}" if diverged else "")
         )
     return EXIT_PROBLEMS if diverged else EXIT_OK
 

@@ -17,6 +17,7 @@ from ..core.events import ThreadStatus
 from ..core.outcomes import Answered, Refused, ResumeRequested
 from ..extract import format_reply
 from ..ledger import money
+from ..plural import plural
 from ..problems import GraphError
 from ..run.options import RunOptions
 from ..run.session import SessionError
@@ -78,15 +79,63 @@ def list_threads(
     if not rows:
         click.echo("no threads" + (f" with status {state}" if state else ""))
         return
-    click.echo(f"{'ID':<26}  {'GRAPH':<18} {'STATE':<10} {'STEPS':>5} {'COST':>9}  UPDATED")
-    for row in rows:
+    for line in thread_table(rows):
+        click.echo(line)
+
+
+GRAPH_WIDTH = 30  # a longer graph name is cut in the table (`threads show` has it whole)
+
+
+def thread_table(rows: list[ThreadRow]) -> list[str]:
+    """The table `threads list` prints: a child thread (`PARENT.STEP`, a subgraph role's)
+    comes right under its parent, indented, and every column's width is measured over all the
+    rows, so a child's longer id never pushes its row's columns out of line."""
+    shown = _nested(rows)
+    ids = ["  " * depth + row.id for depth, row in shown]
+    graphs = [row.graph[:GRAPH_WIDTH] for _, row in shown]
+    costs = [money(row.cost_usd) for _, row in shown]
+    w_id = max(len("ID"), *map(len, ids))
+    w_graph = max(len("GRAPH"), *map(len, graphs))
+    w_state = max(len("STATE"), *(len(str(row.state)) for _, row in shown))
+    w_steps = max(len("STEPS"), *(len(str(row.steps)) for _, row in shown))
+    w_cost = max(len("COST"), *map(len, costs))
+    lines = [
+        f"{'ID':<{w_id}}  {'GRAPH':<{w_graph}}  {'STATE':<{w_state}}  {'STEPS':>{w_steps}}  "
+        f"{'COST':>{w_cost}}  UPDATED"
+    ]
+    for i, (_, row) in enumerate(shown):
         line = (
-            f"{row.id:<26}  {row.graph[:18]:<18} {row.state:<10} {row.steps:>5} "
-            f"{money(row.cost_usd):>9}  {ago(row.updated)}"
+            f"{ids[i]:<{w_id}}  {graphs[i]:<{w_graph}}  {row.state:<{w_state}}  "
+            f"{row.steps:>{w_steps}}  {costs[i]:>{w_cost}}  {ago(row.updated)}"
         )
         if row.reason and row.state != ThreadStatus.COMPLETED:
             line += f"  {row.reason[:60]}"
-        click.echo(line)
+        lines.append(line)
+    return lines
+
+
+def _nested(rows: list[ThreadRow]) -> list[tuple[int, ThreadRow]]:
+    """`rows` in their order, each child thread moved under its parent (depth first); a child
+    whose parent is not among them (filtered out by --status) stays where it is, at depth 0."""
+    ids = {row.id for row in rows}
+    children: dict[str, list[ThreadRow]] = {}
+    roots: list[ThreadRow] = []
+    for row in rows:
+        parent = row.id.rpartition(".")[0]
+        if parent and parent in ids:
+            children.setdefault(parent, []).append(row)
+        else:
+            roots.append(row)
+    out: list[tuple[int, ThreadRow]] = []
+
+    def visit(row: ThreadRow, depth: int) -> None:
+        out.append((depth, row))
+        for child in children.get(row.id, []):
+            visit(child, depth + 1)
+
+    for row in roots:
+        visit(row, 0)
+    return out
 
 
 @threads.command("show")
@@ -291,7 +340,7 @@ def export(thread_id: str, out: Path | None, store_dir: Path | None, temporal: s
             write_whole(out, text)
         except OSError as exc:
             fail(f"cannot write {out}: {exc.strerror or exc}", EXIT_USAGE)
-        click.echo(f"wrote {out} ({len(recording.steps)} steps)", err=True)
+        click.echo(f"wrote {out} ({plural(len(recording.steps), 'step')})", err=True)
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -346,10 +395,9 @@ def prune(dry_run: bool, branches: bool, store_dir: Path | None) -> None:
         click.echo("nothing to prune" if not items else "nothing removed")
     else:
         click.echo(
-            f"{would} {trees} worktree{'s' if trees != 1 else ''}"
+            f"{would} {plural(trees, 'worktree')}"
             + (
-                f", {'would delete' if dry_run else 'deleted'} {gone} branch"
-                + ("es" if gone != 1 else "")
+                f", {'would delete' if dry_run else 'deleted'} {plural(gone, 'branch', 'branches')}"
                 if branches
                 else ""
             )

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from ..plural import plural
 from ..run.session import SessionError
 from .common import EXIT_OK, EXIT_USAGE, fail
 from .session import fail_session
@@ -53,8 +54,8 @@ def worker(temporal: str, task_queue: str, max_concurrent: int) -> None:
 
     def ready() -> None:
         click.echo(
-            f"worker on {temporal}, task queue '{task_queue}', up to {max_concurrent} steps at "
-            "once; Ctrl-C stops it",
+            f"worker on {temporal}, task queue '{task_queue}', "
+            f"up to {plural(max_concurrent, 'step')} at once; Ctrl-C stops it",
             err=True,
         )
 

@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeRequested,
     )
     from ..core.state import ThreadState
+    from ..plural import plural
     from ..run.memory import SessionMemory
     from ..run.options import ThreadResult
     from ..run.step import plan_step
@@ -341,7 +342,7 @@ class ThreadWorkflow:
         f = s.in_flight
         doing = f" · step {f.step}: {f.role}" if f is not None and s.status == "running" else ""
         workflow.set_current_details(
-            f"**{s.status}**{doing} · {s.committed} steps committed"
+            f"**{s.status}**{doing} · {plural(s.committed, 'step')} committed"
             + (f"\n\n{s.reason}" if s.reason else "")
         )
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..plural import plural
 from .workspace import Entry, PathRefused, Target, Workspace, is_dir
 
 TOOL_TYPE = "text_editor_20250728"
@@ -114,7 +115,7 @@ class TextEditor:
                 end = len(lines)
             if start < 1 or start > max(len(lines), 1) or end < start or end > len(lines):
                 raise ToolFailure(
-                    f"invalid `view_range` {view_range}: the file has {len(lines)} lines; "
+                    f"invalid `view_range` {view_range}: the file has {plural(len(lines), 'line')}; "
                     "use 1 <= start <= end <= lines, or end = -1"
                 )
         numbered = "\n".join(f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1))

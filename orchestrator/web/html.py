@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from ..ledger import money
+from ..plural import plural
 
 
 def esc(value: Any) -> str:
@@ -73,7 +74,7 @@ def pre(text: str, cls: str = "") -> str:
     note = ""
     if len(text) > PAGE_CHARS:
         note = (
-            f'<p class="note">cut: {len(text):,} characters in all; '
+            f'<p class="note">cut: {plural(len(text), "character")} in all; '
             "<code>orchestrator threads show ID --full</code> prints everything</p>"
         )
         text = text[:PAGE_CHARS] + "…"

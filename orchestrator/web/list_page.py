@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from urllib.parse import urlencode
 
 from ..core.events import ThreadStatus
+from ..plural import plural
 from ..store.base import ThreadRow
 from .html import ago, badge, cost, esc, page
 
@@ -66,7 +67,7 @@ def threads_page(
         for row in shown:
             body.append(_row(row, now))
         body.append("</tbody></table>")
-    body.append(f'<p class="facts">{len(shown)} of {len(rows)} threads</p></div>')
+    body.append(f'<p class="facts">{len(shown)} of {plural(len(rows), "thread")}</p></div>')
     query = urlencode({k: v for k, v in (("state", state), ("graph", graph)) if v})
     feed = "/events" + (f"?{query}" if query else "")
     return page("threads", "".join(body), where=where, feed=feed, seq=signature(shown))

@@ -6,7 +6,8 @@ and, for a waiting thread, the `Question` its role asks. The page shows per step
 edge that led there, the status it answered, how often it ran, the prompt, the fields, the body,
 each rejected reply with its errors, tokens, cost, model, tool calls and time; then the final
 message, the ending and its recovery, or why the thread stopped and the buttons that continue
-it (resume with a message, cancel, or the answer forms of a waiting person).
+it (resume with a message, cancel, or the answer forms of a waiting person). Resume and cancel
+are offered exactly when the moderator would take them (`core/allowed.py` asks its judge).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from ..core.allowed import can_cancel, can_resume
 from ..core.events import ThreadStatus
 from ..core.steps import StepView, ThreadView
 from ..ledger import tokens
+from ..plural import plural
 from ..render.diagram import Taken
 from ..run.waiting import Question
 from ..spec.models import Graph
@@ -62,7 +65,7 @@ def thread_page(
         f'<h1>thread <span class="mono">{esc(row.id)}</span></h1>',
         '<div class="facts" data-live="facts">',
         f"{badge(status)} <span>graph {esc(row.graph)}</span>",
-        f"<span>{state.committed} steps</span><span>{total_tokens:,} tokens</span>",
+        f"<span>{plural(state.committed, 'step')}</span><span>{plural(total_tokens, 'token')}</span>",
         f"<span>{cost(state.cost_usd)}</span><span>started {esc(stamp(row.created))}</span>",
         f"<span>last event {esc(stamp(row.updated))}</span>",
         f"<span>workspace <code>{esc(state.workspace)}</code></span>",
@@ -75,7 +78,7 @@ def thread_page(
         '<div data-live="notices">',
         *(f'<div class="banner {esc(n.kind)}">{esc(n.text)}</div>' for n in notices),
         "</div>",
-        f'<div data-live="outcome">{_outcome(row, view, question, running_here, answer)}</div>',
+        f'<div data-live="outcome">{_outcome(row, view, graph, question, running_here, answer)}</div>',
         '<div class="layout"><section>',
         f'<h2>Timeline</h2><div data-live="timeline">{_timeline(view)}</div>',
         "</section><section>",
@@ -95,6 +98,7 @@ def thread_page(
 def _outcome(
     row: ThreadRow,
     view: ThreadView,
+    graph: Graph | None,
     question: Question | None,
     running_here: bool,
     answer: AnswerState | None,
@@ -129,7 +133,7 @@ def _outcome(
             "<p>The graph no longer has the waiting role; answer with a whole reply: "
             f"<code>orchestrator threads answer {esc(row.id)} --file REPLY.md</code></p>"
         )
-    out.append(_actions(row, view, running_here))
+    out.append(_actions(row, view, graph, running_here))
     return "".join(out)
 
 
@@ -150,19 +154,24 @@ def _question(question: Question, answer: AnswerState | None) -> str:
     )
 
 
-def _actions(row: ThreadRow, view: ThreadView, running_here: bool) -> str:
+def _actions(row: ThreadRow, view: ThreadView, graph: Graph | None, running_here: bool) -> str:
+    """Resume and cancel, offered exactly when the moderator's judge would take them
+    (`core/allowed.py`); a thread this server runs is left to it."""
     state = view.state
     buttons: list[str] = []
-    resumable = state.status in (ThreadStatus.SUSPENDED, ThreadStatus.COMPLETED) or (
-        state.status == ThreadStatus.RUNNING and not running_here
-    )
-    if resumable:
+    resume = can_resume(graph, state)
+    if resume.ok and not running_here:
+        hint = "required: the graph's next step reads it" if resume.needs_message else "optional"
+        required = " required" if resume.needs_message else ""
         buttons.append(
             f'<form method="post" action="/threads/{esc(row.id)}/resume" class="resume">'
-            '<textarea name="message" placeholder="message for the next step (optional)">'
-            '</textarea><button type="submit" class="primary">Resume</button></form>'
+            '<textarea name="message" aria-label="message for the next step" '
+            f'placeholder="message for the next step ({hint})"{required}></textarea>'
+            '<button type="submit" class="primary">Resume</button></form>'
         )
-    if not state.status.ended:
+    elif not resume.ok and state.status in (ThreadStatus.COMPLETED, ThreadStatus.FAILED):
+        buttons.append(f'<p class="note" data-resume="refused">{esc(resume.why)}</p>')
+    if can_cancel(state).ok:
         buttons.append(
             f'<form method="post" action="/threads/{esc(row.id)}/cancel" class="cancel" '
             'data-confirm="Cancel this thread for good? It cannot be resumed afterwards.">'
@@ -194,16 +203,16 @@ def _step(s: StepView, view: ThreadView) -> str:
     if s.total_cost_usd:
         facts.append(cost(s.total_cost_usd))
     if s.tool_calls:
-        facts.append(f"{s.tool_calls} tool call{'s' if s.tool_calls != 1 else ''}")
+        facts.append(plural(s.tool_calls, "tool call"))
     if s.model:
         facts.append(s.model)
     if s.actor:
         facts.append(s.actor)
     if s.runs > 1:
-        facts.append(f"ran {s.runs} times")
+        facts.append(f"ran {plural(s.runs, 'time')}")
     if s.all_attempts:
         n = len(s.all_attempts)
-        facts.append(f"{n} rejected repl{'ies' if n != 1 else 'y'}")
+        facts.append(plural(n, "rejected reply", "rejected replies"))
     edge = f"from {s.source} via {s.edge_status}" if s.source else ""
     if s.branch is not None:
         edge += f" · branch {s.branch + 1}"

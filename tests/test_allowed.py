@@ -1,0 +1,82 @@
+"""`core/allowed.py`: what may be done to a thread is the moderator's judge's answer.
+
+Threads are simulated (the real engine on an in-memory store); their logs are folded to the
+state the faces read, and `can_resume` / `can_cancel` are compared with what the judge does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from orchestrator.core.allowed import can_cancel, can_resume
+from orchestrator.core.engine import judge
+from orchestrator.core.events import ThreadCancelled
+from orchestrator.core.fold import apply, fold
+from orchestrator.core.outcomes import Refused, ResumeRequested
+from orchestrator.core.state import ThreadState
+from orchestrator.spec.models import Graph
+from orchestrator.testing import reply, simulate
+from tests.graphs_for_tests import REVIEW_LOOP
+
+MakeGraph = Callable[..., Graph]
+RESUME_EDGE = '    resume: { role: writer, prompt: "Continue: {{{$inputs.message}}}" }\n'
+
+
+def state_of(graph: Graph, replies: list[object]) -> ThreadState:
+    trace = simulate(graph, replies, inputs={"topic": "owls"})  # type: ignore[arg-type]
+    return fold([s.event for s in trace.store.events(trace.thread_id)])
+
+
+def judged(graph: Graph, state: ThreadState, message: str | None) -> bool:
+    try:
+        judge(graph, state, ResumeRequested(message))
+    except Refused:
+        return False
+    return True
+
+
+def test_a_completed_thread_resumes_with_the_message_its_resume_edge_reads(
+    make_graph: MakeGraph,
+) -> None:
+    graph = make_graph(REVIEW_LOOP)
+    state = state_of(graph, [reply("stuck", question="what?")])
+    assert str(state.status) == "completed"
+    verdict = can_resume(graph, state)
+    assert verdict.ok and verdict.needs_message
+    assert "--message" in verdict.why
+    assert judged(graph, state, "go on") and not judged(graph, state, None)
+    assert not can_cancel(state).ok
+
+
+def test_a_resume_edge_testing_its_message_needs_none(make_graph: MakeGraph) -> None:
+    optional = RESUME_EDGE.replace(
+        '"Continue: {{{$inputs.message}}}"',
+        '"Continue{{#$inputs.message}}: {{{$inputs.message}}}{{/$inputs.message}}"',
+    )
+    graph = make_graph(REVIEW_LOOP.replace(RESUME_EDGE, optional))
+    state = state_of(graph, [reply("stuck", question="what?")])
+    assert can_resume(graph, state) == (True, False, "")
+
+
+def test_a_completed_thread_without_a_resume_edge_cannot_resume(make_graph: MakeGraph) -> None:
+    assert RESUME_EDGE in REVIEW_LOOP
+    graph = make_graph(REVIEW_LOOP.replace(RESUME_EDGE, ""))
+    state = state_of(graph, [reply("stuck", question="what?")])
+    ok, needs_message, why = can_resume(graph, state)
+    assert not ok and not needs_message and "`$START.resume`" in why
+    assert not judged(graph, state, "go on")
+
+
+def test_a_suspended_thread_resumes_and_cancels_a_cancelled_one_neither(
+    make_graph: MakeGraph,
+) -> None:
+    graph = make_graph(REVIEW_LOOP)
+    state = state_of(graph, [])  # the scripted replies run out: suspended
+    assert str(state.status) == "suspended"
+    assert can_resume(graph, state) == (True, False, "")
+    assert can_cancel(state).ok
+    assert not can_resume(None, state).ok  # no graph, no judge: nothing offered
+
+    cancelled = apply(state, ThreadCancelled("enough"))
+    assert not can_resume(graph, cancelled).ok
+    assert not can_cancel(cancelled).ok and "already cancelled" in can_cancel(cancelled).why
