@@ -36,8 +36,9 @@ still read-only. The file tools refuse the same paths (`refuses`), and any `.git
 
 What is not protected: a `.git` a role makes during the thread (`git init` in a folder that was
 no repository at start) is its work, like any file it writes, and no placeholder can be put in a
-user's folder to prevent it; the orchestrator never reads it (it reads the record), and the
-person should treat it as they would a repository from a stranger. A models file named by
+user's folder to prevent it; the orchestrator never reads it for this thread (it reads the
+record), its git never runs the filters such a repository defines (`git_safe`), and the person
+should treat it as they would a repository from a stranger. A models file named by
 `ORCHESTRATOR_MODELS_FILE` that does not exist at thread start cannot be protected either.
 """
 

@@ -1,0 +1,143 @@
+"""A second attacker's pass on the trust boundary (issue 21): the holes the first pass left.
+
+Each attack is played as a hostile role would (a command run in the real sandbox, a file it
+wrote, a crafted file), beside a control that shows the same attack succeeding where the
+defence is absent (a plain git, the defence switched off).
+
+A repository a role made. A thread that runs in place in a folder that is no repository lets
+its shell `git init` there (the boundary protects `.git` folders found at thread start, and no
+placeholder can stop a new one). Its `.git/config` then names a filter driver, and its
+`.gitattributes` applies it. The next `orchestrator run` in that folder finds the repository,
+checks whether the checkout is dirty (`git status`: a clean filter) and makes a worktree of it
+(`git worktree add`: a smudge filter): before the fix both ran the role's program outside the
+sandbox, as the person. Now every git command of orchestrator switches off the filter drivers a
+repository's own configuration defines (`git_safe.repository_filters`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from orchestrator import git_safe
+from orchestrator.workspace_git import create_worktree, uncommitted_changes
+from tests.security.test_git_boundary import KEY, cli, naive_git
+from tests.test_worktree import git
+
+# What the role's shell does, inside the sandbox, in its in-place workspace: a repository of its
+# own, committed, whose configuration (set after the commit, so its own git ran nothing) names a
+# program as clean and smudge filter; then a change git must hash to see.
+PLANT = textwrap.dedent(
+    """\
+    #!/bin/sh
+    cat > /dev/null
+    if [ ! -e .git ]; then
+      set -e
+      git init -q .
+      printf '* filter=x\\n' > .gitattributes
+      printf 'work\\n' > work.txt
+      git add -A
+      git -c user.name=r -c user.email=r@r commit -qm planted
+      git config filter.x.clean "sh -c 'env > MARK-clean; cat'"
+      git config filter.x.smudge "sh -c 'env > MARK-smudge; cat'"
+      printf 'WORK\\n' > work.txt
+    fi
+    printf -- '---\\n$status: done\\n---\\nplanted\\n'
+    """
+)
+
+GRAPH = """
+name: planter
+description: A role that makes a repository in its in-place workspace.
+roles:
+  worker:
+    description: Plants a repository
+    goal: You plant.
+    actor: { command: [sh, SCRIPT] }
+    frontmatter:
+      type: object
+      properties: { $status: { const: done } }
+      required: [$status]
+graph:
+  $START: { _: { role: worker, prompt: "Do {{{$inputs.task}}}" } }
+  worker: { done: { role: $END, prompt: "Done." } }
+"""
+
+
+@pytest.fixture(params=["bwrap", "unshare"])
+def mechanism(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def planter(tmp_path: Path) -> Path:
+    folder = tmp_path / "graphs"
+    folder.mkdir()
+    script = folder / "plant.sh"
+    script.write_text(PLANT.replace("MARK", str(tmp_path / "ran")))
+    graph = folder / "planter.yaml"
+    graph.write_text(textwrap.dedent(GRAPH).lstrip().replace("SCRIPT", json.dumps(str(script))))
+    return graph
+
+
+def test_a_repository_a_role_made_in_place_runs_nothing_at_the_next_run(
+    tmp_path: Path, mechanism: str
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    graph, store = planter(tmp_path), tmp_path / "store"
+    first = cli(ws, "run", str(graph), "plant", "--store", str(store),
+                ORCHESTRATOR_SANDBOX_WITH=mechanism)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    assert (ws / ".git" / "config").is_file()  # the role's repository, made in the sandbox
+    second = cli(ws, "run", str(graph), "again", "--store", str(store),
+                 ORCHESTRATOR_SANDBOX_WITH=mechanism)  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert list((store / "worktrees").glob("*.json")), "the second run made no worktree"
+    assert not (tmp_path / "ran-clean").exists(), "the role's clean filter ran"
+    assert not (tmp_path / "ran-smudge").exists(), "the role's smudge filter ran"
+    # The control: a plain git in that folder runs the role's program, with the key.
+    naive_git(ws, "status")
+    assert KEY in (tmp_path / "ran-clean").read_text()
+
+
+def role_made_repository(tmp_path: Path) -> Path:
+    """The same repository, made directly (the shape the role leaves)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "plant.sh").write_text(PLANT.replace("MARK", str(tmp_path / "ran")))
+    subprocess.run(["sh", str(tmp_path / "plant.sh")], cwd=ws, input="", check=True, timeout=60)
+    return ws
+
+
+@pytest.mark.parametrize("defence", [True, False], ids=["attack", "control-switched-off"])
+def test_the_checkouts_git_switches_off_the_repositorys_own_filters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defence: bool
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    if not defence:
+        monkeypatch.setattr(git_safe, "repository_filters", lambda *a, **k: [])
+    ws = role_made_repository(tmp_path)
+    assert uncommitted_changes(ws) == [" M work.txt"]
+    create_worktree(ws, tmp_path / "store", "T1")
+    ran = {p.name for p in tmp_path.glob("ran-*")}
+    assert ran == (set() if defence else {"ran-clean", "ran-smudge"})
+
+
+def test_control_a_filter_of_the_persons_global_configuration_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git LFS set up with `git lfs install` lives in the person's global configuration: it is
+    theirs and keeps working in a thread's worktree."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    ws = role_made_repository(tmp_path)
+    mark = tmp_path / "global-smudge"
+    git(ws, "config", "--global", "filter.g.smudge", f"sh -c 'touch {mark}; cat'")
+    (ws / ".gitattributes").write_text("* filter=g\n")
+    git(ws, "add", "-A")
+    git(ws, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-qm", "lfs-like")
+    create_worktree(ws, tmp_path / "store", "T1")
+    assert mark.exists()
