@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import pytest
 
 from orchestrator import git_safe
 from orchestrator.workspace_git import create_worktree, uncommitted_changes
-from tests.security.test_git_boundary import KEY, cli, naive_git
+from tests.security.test_git_boundary import KEY, cli, environ, naive_git
 from tests.test_worktree import git
 
 # What the role's shell does, inside the sandbox, in its in-place workspace: a repository of its
@@ -141,3 +142,55 @@ def test_control_a_filter_of_the_persons_global_configuration_still_runs(
     git(ws, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-qm", "lfs-like")
     create_worktree(ws, tmp_path / "store", "T1")
     assert mark.exists()
+
+
+# --------------------------------------------------------------------------- the current folder
+
+# A role's command, in its in-place workspace (the folder `python -m orchestrator` was started
+# from): a module named like one the orchestrator imports only later, when it checks the step's
+# reply (`jsonschema_rs`); its code writes the orchestrator's environment beside the workspace.
+SHADOW = textwrap.dedent(
+    """\
+    #!/bin/sh
+    cat > /dev/null
+    cat > jsonschema_rs.py <<'PY'
+    import os
+    with open(os.path.join(os.path.dirname(__file__), "..", "shadow-ran"), "w") as out:
+        out.write(repr(dict(os.environ)))
+    raise ImportError("planted")
+    PY
+    printf -- '---\\n$status: done\\n---\\nplanted\\n'
+    """
+)
+
+
+def shadower(tmp_path: Path) -> tuple[Path, Path]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "shadow.sh").write_text(SHADOW)
+    graph = ws / "planter.yaml"
+    text = textwrap.dedent(GRAPH).lstrip()
+    graph.write_text(text.replace("SCRIPT", json.dumps(str(tmp_path / "shadow.sh"))))
+    return ws, graph
+
+
+def test_a_module_a_role_writes_in_the_current_folder_is_not_imported(
+    tmp_path: Path, mechanism: str
+) -> None:
+    ws, graph = shadower(tmp_path)
+    run = cli(ws, "run", graph.name, "plant", ORCHESTRATOR_SANDBOX_WITH=mechanism)
+    assert run.returncode == 0, run.stderr
+    assert (ws / "jsonschema_rs.py").is_file()  # planted in the workspace, from the sandbox
+    assert not (tmp_path / "shadow-ran").exists(), "the orchestrator imported the role's module"
+    # The control: the same command line with the current folder on `sys.path` (as `-m` put it,
+    # and as `-c` does) imports the planted module after the step, with the key.
+    control = subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()"]
+        + ["run", graph.name, "again"],
+        cwd=ws,
+        env=environ(ORCHESTRATOR_SANDBOX_WITH=mechanism),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert KEY in (tmp_path / "shadow-ran").read_text(), control.stderr
