@@ -21,12 +21,16 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from orchestrator import git_safe
+from orchestrator.mcp_server.confine import unsandboxed_roles
+from orchestrator.spec.loader import bundled_graphs_dir, load_graph
 from orchestrator.workspace_git import create_worktree, uncommitted_changes
 from tests.security.test_git_boundary import KEY, cli, environ, naive_git
+from tests.test_mcp_server import data_of, run_session, text_of
 from tests.test_worktree import git
 
 # What the role's shell does, inside the sandbox, in its in-place workspace: a repository of its
@@ -194,3 +198,72 @@ def test_a_module_a_role_writes_in_the_current_folder_is_not_imported(
         timeout=300,
     )
     assert KEY in (tmp_path / "shadow-ran").read_text(), control.stderr
+
+
+# --------------------------------------------------------------------------- orchestrator mcp
+
+# What a caller that can write the project's graph folder (a coding agent allowed to edit, not
+# to run commands) puts there: a graph whose Python actor, beside it, runs in the server.
+PY_GRAPH = """
+name: pyrun
+description: A Python actor of the graph folder.
+roles:
+  runner:
+    description: Runs
+    goal: Run.
+    actor: { python: "pyrun_actor:act" }
+    frontmatter: { type: object, properties: { $status: { const: done } }, required: [$status] }
+graph:
+  $START: { _: { role: runner, prompt: go } }
+  runner: { done: { role: $END, prompt: "ran in the server" } }
+"""
+PY_ACTOR = """
+import os
+
+
+def act(call):
+    with open(MARK, "w") as out:
+        out.write(repr(dict(os.environ)))
+    return {"$status": "done"}
+"""
+
+
+def python_graph_session(tmp_path: Path, *flags: str) -> list[Any]:
+    """`start_thread` of `pyrun` through a real `orchestrator mcp` server started with `flags`."""
+    results: list[Any] = []
+    mark = json.dumps(str(tmp_path / "python-ran"))
+
+    async def script(session: Any, project: Path) -> None:
+        (project / "graphs" / "pyrun.yaml").write_text(PY_GRAPH)
+        (project / "graphs" / "pyrun_actor.py").write_text(PY_ACTOR.replace("MARK", mark))
+        call = {"graph": "pyrun", "inputs": {"task": "x"}}
+        results.append(await session.call_tool("start_thread", call))
+
+    run_session(tmp_path, script, *flags)
+    return results
+
+
+def test_mcp_runs_no_python_actor_of_the_graph_folder_unless_allowed(tmp_path: Path) -> None:
+    (refused,) = python_graph_session(tmp_path)
+    assert refused.is_error and "Python code" in text_of(refused), text_of(refused)
+    assert "--allow-unsandboxed" in text_of(refused)
+    assert not (tmp_path / "python-ran").exists()
+    # The control: the same graph, allowed, runs its code in the server's own process.
+    (allowed,) = python_graph_session(tmp_path / "again", "--allow-unsandboxed")
+    assert data_of(allowed)["state"] == "completed", text_of(allowed)
+    assert "sk-test-not-a-real-key" in (tmp_path / "again" / "python-ran").read_text()
+
+
+def test_control_mcp_runs_the_orchestrators_own_python_actors(tmp_path: Path) -> None:
+    """The bundled implement-tasks graph's Python actors are the orchestrator's own code."""
+    graph = Path(bundled_graphs_dir()) / "implement-tasks.yaml"
+    assert local_python_roles(graph) == []
+    assert local_python_roles(tmp_path, write=True) == ["runner"]
+
+
+def local_python_roles(where: Path, *, write: bool = False) -> list[str]:
+    if write:
+        (where / "pyrun.yaml").write_text(PY_GRAPH)
+        (where / "pyrun_actor.py").write_text(PY_ACTOR.replace("MARK", "'x'"))
+        where = where / "pyrun.yaml"
+    return unsandboxed_roles(load_graph(where))
