@@ -20,14 +20,20 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestrator import git_safe
+from orchestrator.core import guard_cost
+from orchestrator.core.guard_cost import GUARD_BUDGET, estimate, shape
 from orchestrator.mcp_server.confine import unsandboxed_roles
 from orchestrator.spec.loader import bundled_graphs_dir, load_graph
+from orchestrator.spec.models import Graph
+from orchestrator.testing import reply, simulate
 from orchestrator.workspace_git import create_worktree, uncommitted_changes
 from tests.security.test_git_boundary import KEY, cli, environ, naive_git
 from tests.test_mcp_server import data_of, run_session, text_of
@@ -267,3 +273,88 @@ def local_python_roles(where: Path, *, write: bool = False) -> list[str]:
         (where / "pyrun_actor.py").write_text(PY_ACTOR.replace("MARK", "'x'"))
         where = where / "pyrun.yaml"
     return unsandboxed_roles(load_graph(where))
+
+
+# --------------------------------------------------------------------------- guards
+
+# One level of comprehension, as a graph might well guard a reply; the cost is in the data a
+# hostile role returns: a `filter` over lists of lists (the package copies its accumulator, the
+# lists in it whole, on every iteration), a map looked up inside a macro (the package copies the
+# whole map on every lookup). Measured in the package: 400 lists of 400 numbers take 6 s to
+# filter (the time grows as the cube), a lookup in a map of 2,000 keys for each key 0.7 s (as
+# the square); a reply may hold a million characters.
+SHALLOW = """
+name: shallow
+description: A guard over a reply's lists.
+roles:
+  counter:
+    description: Counts
+    goal: You count.
+    frontmatter:
+      type: object
+      properties:
+        $status: { const: done }
+        rows: { type: array }
+        table: { type: object }
+      required: [$status, rows, table]
+graph:
+  $START:
+    _: { role: counter, prompt: "Count {{{$inputs.task}}}" }
+  counter:
+    done:
+      - { when: "GUARD", role: $END, ending: matched, prompt: "matched" }
+      - { role: $END, prompt: "no match" }
+"""
+FILTER = "output.rows.filter(r, r.size() > 0).size() > 0"
+LOOKUP = "output.rows.exists(k, output.table[k] == 1)"
+
+
+def hostile_rows(guard: str) -> dict[str, Any]:
+    """Data as heavy as a reply may be (under the 1,000,000 characters a reply may have)."""
+    if guard == FILTER:  # 600 lists of 600 zeros: about 20 s in the package
+        return {"rows": [[0] * 600 for _ in range(600)], "table": {}}
+    keys = [str(i) for i in range(50_000)]  # 50,000 lookups in 50,000 keys: minutes
+    return {"rows": keys, "table": dict.fromkeys(keys, 0)}
+
+
+def hostile_reply(guard: str) -> str:
+    fields = "".join(
+        f"{k}: {json.dumps(v, separators=(',', ':'))}\n" for k, v in hostile_rows(guard).items()
+    )
+    text = f"---\n$status: done\n{fields}---\n"
+    assert len(text) < 1_000_000
+    return text
+
+
+@pytest.mark.parametrize("guard", [FILTER, LOOKUP], ids=["filter", "lookup"])
+def test_a_shallow_guard_over_heavy_data_suspends_at_once(
+    make_graph: Callable[..., Graph], guard: str
+) -> None:
+    graph = make_graph(SHALLOW.replace("GUARD", guard))
+    started = time.monotonic()
+    trace = simulate(graph, [hostile_reply(guard)])
+    assert trace.state == "suspended" and "more than the budget" in (trace.reason or "")
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("guard", [FILTER, LOOKUP], ids=["filter", "lookup"])
+def test_control_without_the_weights_the_estimate_let_it_run(
+    monkeypatch: pytest.MonkeyPatch, guard: str
+) -> None:
+    """The defence switched off (every value weighing one unit, as the estimate counted before):
+    the same data passes the budget, so the package would have run it for minutes."""
+    names = {"output": hostile_rows(guard)}
+    assert estimate(shape(guard), names) > GUARD_BUDGET
+    monkeypatch.setattr(guard_cost, "_weight", lambda value: 1)
+    assert estimate(shape(guard), names) <= GUARD_BUDGET
+
+
+@pytest.mark.parametrize("guard", [FILTER, LOOKUP], ids=["filter", "lookup"])
+def test_control_the_same_guards_over_light_data_evaluate(
+    make_graph: Callable[..., Graph], guard: str
+) -> None:
+    graph = make_graph(SHALLOW.replace("GUARD", guard))
+    rows = [[1, 2] for _ in range(50)] if guard == FILTER else ["a", "b"]
+    trace = simulate(graph, [reply("done", rows=rows, table={"a": 1, "b": 2})])
+    assert trace.state == "completed", trace.reason
+    assert trace.ending == "matched"
