@@ -16,12 +16,14 @@ repository's own configuration defines (`git_safe.repository_filters`).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +34,11 @@ from orchestrator.core import guard_cost
 from orchestrator.core.guard_cost import GUARD_BUDGET, estimate, shape
 from orchestrator.mcp_server.confine import unsandboxed_roles
 from orchestrator.spec.loader import bundled_graphs_dir, load_graph
-from orchestrator.spec.models import Graph
+from orchestrator.spec.models import Graph, Sandbox
 from orchestrator.testing import reply, simulate
+from orchestrator.tools import sandbox as sandboxing
+from orchestrator.tools.shell import Shell
+from orchestrator.tools.workspace import Workspace
 from orchestrator.workspace_git import create_worktree, uncommitted_changes
 from tests.security.test_git_boundary import KEY, cli, environ, naive_git
 from tests.test_mcp_server import data_of, run_session, text_of
@@ -358,3 +363,53 @@ def test_control_the_same_guards_over_light_data_evaluate(
     trace = simulate(graph, [reply("done", rows=rows, table={"a": 1, "b": 2})])
     assert trace.state == "completed", trace.reason
     assert trace.ending == "matched"
+
+
+# --------------------------------------------------------------------------- the sandbox
+
+# A command that leaves a process behind when it returns: a new session, a double fork, SIGHUP
+# and SIGTERM ignored, writing in the workspace later (after the step was taken as done), and
+# trying first to move itself out of its cgroup into the root one.
+DAEMON = (
+    "(trap '' HUP TERM; setsid sh -c "
+    "'for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/pids/cgroup.procs; do "
+    "(echo $$ > $f) 2>/dev/null && touch escaped; done; "
+    "sleep 1.5; echo later > late' </dev/null >/dev/null 2>&1 &) ; echo started"
+)
+
+
+def run_shell(ws: Path, command: str, setting: Sandbox | str | None) -> str:
+    tool = Shell(Workspace(ws), sandbox=setting, role_name="r")  # type: ignore[arg-type]
+    text, _ = asyncio.run(tool.run({"command": command}))
+    return text
+
+
+@pytest.fixture
+def forced(mechanism: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv(sandboxing.FORCE_VARIABLE, mechanism)
+    sandboxing.reset()
+    assert sandboxing.mechanism() == mechanism
+    yield mechanism
+    sandboxing.reset()
+
+
+def test_a_process_left_behind_by_a_command_dies_with_its_step(tmp_path: Path, forced: str) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert "started" in run_shell(ws, DAEMON, None)
+    time.sleep(2.5)
+    assert not (ws / "late").exists(), "a process of the sandbox outlived its step"
+    assert not (ws / "escaped").exists(), "a process of the sandbox left its cgroup"
+
+
+def test_control_without_a_sandbox_the_process_writes_later(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert "started" in run_shell(ws, DAEMON, "off")
+    deadline = time.monotonic() + 10
+    while not (ws / "late").exists():
+        assert time.monotonic() < deadline, "the unsandboxed process never wrote"
+        time.sleep(0.1)
+    roots = [Path("/sys/fs/cgroup/cgroup.procs"), Path("/sys/fs/cgroup/pids/cgroup.procs")]
+    if any(os.access(p, os.W_OK) for p in roots):  # as root, where the sandbox's tests run
+        assert (ws / "escaped").exists()
