@@ -33,6 +33,7 @@ from orchestrator import git_safe
 from orchestrator.core import guard_cost
 from orchestrator.core.guard_cost import GUARD_BUDGET, estimate, shape
 from orchestrator.mcp_server.confine import unsandboxed_roles
+from orchestrator.model_config import price_known, resolve_model
 from orchestrator.spec.loader import bundled_graphs_dir, load_graph
 from orchestrator.spec.models import Graph, Sandbox
 from orchestrator.testing import reply, simulate
@@ -413,3 +414,30 @@ def test_control_without_a_sandbox_the_process_writes_later(tmp_path: Path) -> N
     roots = [Path("/sys/fs/cgroup/cgroup.procs"), Path("/sys/fs/cgroup/pids/cgroup.procs")]
     if any(os.access(p, os.W_OK) for p in roots):  # as root, where the sandbox's tests run
         assert (ws / "escaped").exists()
+
+
+# --------------------------------------------------------------------------- a found models file
+
+REMAP = "aliases: {sonnet: claude-haiku-5-5}\nprices: {my-model: {input: 0, output: 0}}\n"
+
+
+def test_a_models_file_written_mid_thread_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread run in place with its store elsewhere: `./.orchestrator/` is no hidden store,
+    so a role can write a models file there; the process keeps the tables it started with."""
+    for name in ("ORCHESTRATOR_MODELS_FILE", "ORCHESTRATOR_HOME", "ORCHESTRATOR_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model("sonnet") == "claude-sonnet-5-5"  # the thread starts
+    (tmp_path / ".orchestrator").mkdir()
+    (tmp_path / ".orchestrator" / "models.yaml").write_text(REMAP)  # a role writes
+    assert resolve_model("sonnet") == "claude-sonnet-5-5"
+    assert not price_known("my-model")
+    # The control: a new process in that folder (the next run) finds the file, and announces it.
+    seen = subprocess.run(
+        [sys.executable, "-c", "from orchestrator.model_config import *; "
+         "print(resolve_model('sonnet'), load_config().found_changes())"],
+        cwd=tmp_path, env=environ(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert seen.stdout.startswith("claude-haiku-5-5 {'path'"), seen.stderr
