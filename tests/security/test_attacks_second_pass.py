@@ -441,3 +441,23 @@ def test_a_models_file_written_mid_thread_changes_nothing(
         cwd=tmp_path, env=environ(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert seen.stdout.startswith("claude-haiku-5-5 {'path'"), seen.stderr
+
+
+@pytest.mark.parametrize("name", ["a.b", "a/b:c", "UPPER"])
+def test_a_filter_of_any_name_is_switched_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Driver names are subsections: dots, colons, slashes and case are theirs, and each must be
+    named exactly to be switched off."""
+    ws = role_made_repository(tmp_path)
+    mark = tmp_path / "named-ran"
+    (ws / ".git" / "config").write_text(
+        (ws / ".git" / "config").read_text()
+        + f'[filter "{name}"]\n\tclean = "sh -c \'touch {mark}; cat\'"\n'
+    )
+    (ws / ".gitattributes").write_text(f"* filter={name}\n")
+    (ws / "work.txt").write_text("WoRK\n")
+    uncommitted_changes(ws)
+    assert not mark.exists()
+    naive_git(ws, "status")  # the control
+    assert mark.exists()
