@@ -199,8 +199,11 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
 
     A folder of graph files or `python:` modules that does not hold the workspace is protected
     whole; one that does (a graph at a project's top, run in place) by its graph file, its
-    local Python modules and their `__pycache__`, so the rest of the workspace stays the
-    roles'."""
+    local Python modules and their `__pycache__`, and the files of every module this process
+    imported from there (what the `python:` module imports beside it, `helper.py`: asked after
+    the thread's modules were loaded, `pyref.preload`), so the rest of the workspace stays the
+    roles'. A thread continued in another process imports them afresh: changed by a role, they
+    would run in the orchestrator, with its API key."""
     found: list[Path] = []
 
     def folder_or(folder: Path, *names: str, code: bool = False) -> None:
@@ -214,6 +217,7 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
             with contextlib.suppress(OSError):
                 (folder / "__pycache__").mkdir(exist_ok=True)
             found.append(real(folder / "__pycache__"))
+            found.extend(imported_from(real(folder)))
 
     for each in graphs(graph):
         if each.path:
@@ -224,6 +228,16 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
             top = ref.partition(":")[0].split(".")[0]
             folder_or(real(folder), f"{top}.py", top, code=True)
     return [p for p in _unique(found) if os.path.lexists(p)]
+
+
+def imported_from(folder: Path) -> list[Path]:
+    """The files of the modules this process imported from `folder` (or a folder inside it)."""
+    found: list[Path] = []
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and inside(path := real(file), folder) and path != folder:
+            found.append(path)
+    return found
 
 
 def graphs(graph: Graph) -> Iterator[Graph]:

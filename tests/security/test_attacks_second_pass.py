@@ -461,3 +461,93 @@ def test_a_filter_of_any_name_is_switched_off(
     assert not mark.exists()
     naive_git(ws, "status")  # the control
     assert mark.exists()
+
+
+# --------------------------------------------------------------------------- the graph's modules
+
+# A graph at the top of the project, run in place: its Python actor's module imports a helper
+# beside it. A command role (in the sandbox) rewrites the helper; the thread then waits for a
+# person, whose answer (another process) imports the graph's modules afresh.
+FLOW = """
+name: flow
+description: A command, a person, then a Python actor whose module imports a helper.
+roles:
+  planter:
+    description: Rewrites the helper
+    goal: Plant.
+    actor: { command: [sh, SCRIPT] }
+    frontmatter: { type: object, properties: { $status: { const: done } }, required: [$status] }
+  boss:
+    description: Approves
+    goal: Approve.
+    actor: human
+    frontmatter: { type: object, properties: { $status: { const: go } }, required: [$status] }
+  worker:
+    description: Works
+    goal: Work.
+    actor: { python: "flowmod:act" }
+    frontmatter: { type: object, properties: { $status: { const: done } }, required: [$status] }
+graph:
+  $START: { _: { role: planter, prompt: "Do {{{$inputs.task}}}" } }
+  planter: { done: { role: boss, prompt: "ok?" } }
+  boss: { go: { role: worker, prompt: "work" } }
+  worker: { done: { role: $END, prompt: "Done." } }
+"""
+FLOWMOD = 'import flowhelper\n\n\ndef act(call):\n    return {"$status": "done"}\n'
+HELPER = "VALUE = 0\n"
+EVIL_HELPER = (
+    "import os\nwith open(MARK, 'w') as out:\n    out.write(repr(dict(os.environ)))\nVALUE = 1\n"
+)
+REWRITE = textwrap.dedent(
+    """\
+    #!/bin/sh
+    cat > /dev/null
+    cat > flowhelper.py <<'PY'
+    EVIL
+    PY
+    echo "# the role's notes" > notes.py
+    printf -- '---\\n$status: done\\n---\\nplanted\\n'
+    """
+)
+
+
+def flow_project(tmp_path: Path) -> tuple[Path, str]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    evil = EVIL_HELPER.replace("MARK", json.dumps(str(tmp_path / "helper-ran")))
+    (tmp_path / "rewrite.sh").write_text(REWRITE.replace("EVIL", evil))
+    (ws / "flow.yaml").write_text(FLOW.replace("SCRIPT", json.dumps(str(tmp_path / "rewrite.sh"))))
+    (ws / "flowmod.py").write_text(FLOWMOD)
+    (ws / "flowhelper.py").write_text(HELPER)
+    return ws, evil
+
+
+def run_flow(ws: Path, mechanism: str, *, between: Callable[[], None] = lambda: None) -> None:
+    store = ws.parent / "store"
+    first = cli(ws, "run", "flow.yaml", "x", "--json", "--store", str(store),
+                ORCHESTRATOR_SANDBOX_WITH=mechanism)  # fmt: skip
+    assert first.returncode == 3, first.stderr
+    thread = json.loads(first.stdout.splitlines()[-1])["thread"]
+    between()
+    answer = cli(ws, "threads", "answer", thread, "--status", "go", "--store", str(store),
+                 ORCHESTRATOR_SANDBOX_WITH=mechanism)  # fmt: skip
+    assert answer.returncode == 0, answer.stderr
+
+
+def test_a_module_beside_the_graphs_python_cannot_be_rewritten_by_a_role(
+    tmp_path: Path, mechanism: str
+) -> None:
+    ws, _ = flow_project(tmp_path)
+    run_flow(ws, mechanism)
+    assert (ws / "flowhelper.py").read_text() == HELPER
+    assert not (tmp_path / "helper-ran").exists(), "the role's helper ran in the orchestrator"
+    assert (ws / "notes.py").is_file()  # the control: the rest of the folder is the role's
+
+
+def test_control_a_rewritten_helper_runs_in_the_answering_process(
+    tmp_path: Path, mechanism: str
+) -> None:
+    """What the sandbox now prevents, done from outside it between the two processes."""
+    ws, evil = flow_project(tmp_path)
+    run_flow(ws, mechanism, between=lambda: (ws / "flowhelper.py").write_text(evil))
+    assert KEY in (tmp_path / "helper-ran").read_text()
