@@ -551,3 +551,41 @@ def test_control_a_rewritten_helper_runs_in_the_answering_process(
     ws, evil = flow_project(tmp_path)
     run_flow(ws, mechanism, between=lambda: (ws / "flowhelper.py").write_text(evil))
     assert KEY in (tmp_path / "helper-ran").read_text()
+
+
+# --------------------------------------------------------------------------- a planted store
+
+
+def planted_clone(tmp_path: Path, branch: str) -> Path:
+    """A clone whose repository shipped `.orchestrator/worktrees/<id>.json` naming `branch`."""
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "--initial-branch=main")
+    (origin / "README.md").write_text("hello\n")
+    git(origin, "add", "-A")
+    git(origin, "-c", "user.name=a", "-c", "user.email=a@a", "commit", "-qm", "initial")
+    git(tmp_path, "clone", "-q", str(origin), "clone")
+    clone = tmp_path / "clone"
+    git(clone, "branch", "orchestrator/01PLANTED")  # as a thread of the person's would leave
+    git(clone, "branch", "release")  # a branch of the person's, merged (on origin/main)
+    sidecar = {"thread_id": "01PLANTED", "repo": ".", "path": "gone/01PLANTED", "branch": branch}
+    sidecar["base"] = git(clone, "rev-parse", "HEAD")
+    (clone / ".orchestrator" / "worktrees").mkdir(parents=True)
+    (clone / ".orchestrator" / "worktrees" / "01PLANTED.json").write_text(json.dumps(sidecar))
+    return clone
+
+
+@pytest.mark.parametrize(
+    "branch", ["release", "orchestrator/01PLANTED"], ids=["attack", "control-own-branch"]
+)
+def test_a_planted_sidecar_cannot_have_prune_delete_another_branch(
+    tmp_path: Path, branch: str
+) -> None:
+    clone = planted_clone(tmp_path, branch)
+    pruned = cli(clone, "threads", "prune", "--branches")
+    assert pruned.returncode == 0, pruned.stderr
+    left = git(clone, "branch", "--format=%(refname:short)").split()
+    if branch == "release":
+        assert "release" in left, "a planted sidecar had prune delete the person's branch"
+    else:  # the control: a sidecar naming the thread's own (merged) branch is acted on
+        assert left == ["main", "release"], pruned.stdout
