@@ -231,11 +231,16 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
 
 
 def imported_from(folder: Path) -> list[Path]:
-    """The files of the modules this process imported from `folder` (or a folder inside it)."""
+    """The files of the modules this process imported from `folder` (or a folder inside it),
+    but an interpreter's own (a project's `.venv` running the orchestrator: its hundreds of
+    packages are no graph's code, and would each be a mount)."""
+    prefixes = {real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     found: list[Path] = []
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if isinstance(file, str) and inside(path := real(file), folder) and path != folder:
+        if not isinstance(file, str) or not inside(path := real(file), folder):
+            continue
+        if path != folder and not any(inside(path, p) for p in prefixes):
             found.append(path)
     return found
 
