@@ -30,10 +30,16 @@ Three things close this, together:
    configuration would otherwise be read by `git status`), automatic `gc`. Commands that diff
    also get `--no-ext-diff --no-textconv`. This holds even if the repository's own configuration
    were written by a role (a sandbox that failed to make `.git` read-only).
-   Filter drivers are the one thing git cannot switch off from outside (their names come from
-   `.gitattributes`, which a role may write): they run only when the configuration names them,
-   and the configuration git reads is only the person's, as (1) ensures; so a Git LFS the person
-   set up keeps working.
+   Filter drivers have no switch of their own (their names come from `.gitattributes`, which a
+   role may write): `repository_filters` asks the configuration which drivers the repository's
+   own files (`.git/config`, `config.worktree` and what they include) define, and each is
+   switched off by name (`filter.<name>.process=` empty, `required=false`). That repository may
+   be one a role made: a workspace that was no repository when an in-place thread ran there can
+   hold a `.git` of the role's (`git init` by its shell) by the next `orchestrator run`, which
+   would find it, check its dirty state and make a worktree of it. Drivers of the person's
+   global configuration (a Git LFS set up with `git lfs install`) keep working; a driver set up
+   only in one repository (`git lfs install --local`, git-crypt) does not run in a thread's
+   worktree, whose files then stay as committed.
 3. **Git gets a minimal environment** (`git_env`), built here and not from `os.environ`: PATH
    (its absolute entries only, and `git` itself looked up there before the child changes into
    the worktree, where `.` would find a `git` a role wrote), HOME, the locale, the person's git
@@ -95,6 +101,10 @@ FIXED_ENV: dict[str, str] = {
     "LANG": "C",
 }
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Commands that read no file of the work tree, so run no filter: no need to ask for filters.
+NO_FILTERS = frozenset({"rev-parse", "config", "rev-list", "branch"})
+# Configuration scopes a role may have written (a repository it made): their filters are off.
+REPOSITORY_SCOPES = frozenset({"local", "worktree"})
 DIFFING = frozenset({"diff", "log", "show"})  # commands that take --no-ext-diff/--no-textconv
 TIMEOUT = 120.0
 
@@ -156,6 +166,9 @@ def run_git(
     if program is None:
         raise WorktreeError("git is not installed (or not on PATH)")
     argv[0] = program  # found before the child changes into the worktree
+    if args and args[0] not in NO_FILTERS:
+        off = repository_filters(program, cwd, full_env, git_dir=git_dir, work_tree=work_tree)
+        argv[1:1] = off  # `-c` settings, before `--git-dir` and the command
     try:
         result = subprocess.run(
             argv,
@@ -175,6 +188,48 @@ def run_git(
         detail = (result.stderr or result.stdout).strip() or f"exit status {result.returncode}"
         raise WorktreeError(f"`{shown}` failed: {detail}")
     return result
+
+
+def repository_filters(
+    program: str,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    *,
+    git_dir: str | None = None,
+    work_tree: str | None = None,
+) -> list[str]:
+    """`-c` settings switching off every filter driver that the repository's own configuration
+    defines (see the module's docstring): an empty `process` makes git run neither it nor the
+    driver's `clean`/`smudge`, and `required=false` keeps the file as it is instead of failing.
+    Reading configuration runs no program."""
+    argv = git_argv(
+        ["config", "--show-scope", "--name-only", "--get-regexp", r"^filter\."],
+        git_dir=git_dir,
+        work_tree=work_tree,
+    )
+    argv[0] = program
+    try:
+        found = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=TIMEOUT,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"`git config` failed: {exc}") from None
+    names: list[str] = []
+    for line in found.stdout.splitlines():
+        scope, _, key = line.partition("\t")
+        name = key[len("filter.") : key.rfind(".")] if key.count(".") >= 2 else ""
+        if scope in REPOSITORY_SCOPES and name and name not in names:
+            names.append(name)
+    out: list[str] = []
+    for name in names:
+        out += ["-c", f"filter.{name}.process=", "-c", f"filter.{name}.required=false"]
+    return out
 
 
 # --------------------------------------------------------------------------- the worktree's link

@@ -27,7 +27,12 @@ Trust (docs/security.md): the files of 1 and 2 are the user's own (they named th
 a planted one could remap `sonnet` or price it at 0 so that `max_cost_usd` never trips. So a
 found file may not price a known model (or a dated id of one) below its built-in price
 (ModelConfigError naming the file), and what it changes (`ModelConfig.changes`) is announced
-when a thread starts and recorded in its ThreadStarted event (run/session.py).
+when a thread starts and recorded in its ThreadStarted event (run/session.py). A found file is
+read once per folder by a process (`_pinned`): a thread run in place whose store is elsewhere
+leaves `./.orchestrator/` writable to its roles, and a `models.yaml` one of them wrote there (or
+changed) mid-thread would otherwise remap the aliases and prices of the thread's later steps,
+unannounced. A long-running `serve` or `mcp` sees a found file changed after it started only
+once restarted; a named file (1, 2) is read again whenever it changes.
 """
 
 from __future__ import annotations
@@ -247,10 +252,20 @@ def _load(path: str, mtime_ns: int, found: bool = False) -> ModelConfig:
 
 
 _BUILTIN = ModelConfig(dict(ALIASES), dict(PRICES), DEFAULT_ALIAS)
+_pinned: dict[str, ModelConfig] = {}  # the found file's tables, by folder, as first read
 
 
 def load_config() -> ModelConfig:
     """The built-in tables merged with the user's models file, if there is one."""
+    if _found():
+        folder = os.path.realpath(os.curdir)
+        if folder not in _pinned:
+            _pinned[folder] = _read_config()
+        return _pinned[folder]
+    return _read_config()
+
+
+def _read_config() -> ModelConfig:
     path = config_path()
     if path is None:
         return _BUILTIN

@@ -17,6 +17,8 @@ Instead:
    branch and the base commit, so that `threads resume` can recreate a deleted worktree from the
    branch and the final report can list the files changed since the base; and the link git made
    (the worktree's folder in the repository's `.git/worktrees/`, and the repository's `.git`).
+   A sidecar is used only when it names the thread's own branch and a worktree folder named
+   after the thread (`load_worktree`): a store may come with a cloned repository.
 4. When the thread completes, everything in the worktree is committed on the branch
    (`finish_worktree`): "the fix is on the thread's branch", ready to diff, merge or push by hand.
    Nothing is pushed. The commit skips the repository's hooks and signing, so a hook can never
@@ -229,9 +231,19 @@ def load_worktree(store_dir: str | os.PathLike[str] | None, thread_id: str) -> W
         return None
     names = Worktree.__dataclass_fields__
     try:
-        return Worktree(**{k: str(v) for k, v in data.items() if k in names})
-    except TypeError:
+        tree = Worktree(**{k: str(v) for k, v in data.items() if k in names})
+    except (TypeError, AttributeError):  # not a mapping, or fields missing
         return None
+    # Only what `create_worktree` writes: the thread's own branch and worktree folder. A store can
+    # come with a cloned repository (`./.orchestrator/`), and a planted sidecar naming `main`, or
+    # a worktree of the person's, would have `threads prune --branches` delete or remove it.
+    if (
+        tree.thread_id != thread_id
+        or tree.branch != BRANCH_PREFIX + thread_id
+        or Path(tree.path).name != thread_id
+    ):
+        return None
+    return tree
 
 
 def _ignore_store(store_dir: Path, repo: Path) -> None:

@@ -238,7 +238,9 @@ def test_a_client_drives_threads_through_the_server(tmp_path: Path) -> None:
         )
         seen["listed"] = data_of(await session.call_tool("list_threads", {}))
 
-    run_session(tmp_path, script, "--allow-workspace", str(tmp_path))
+    # `flaky` runs a Python actor of the graph folder: in the server's process, so allowed only
+    # with --allow-unsandboxed (tests/security/test_attacks_second_pass.py).
+    run_session(tmp_path, script, "--allow-workspace", str(tmp_path), "--allow-unsandboxed")
 
     assert {
         "list_graphs",

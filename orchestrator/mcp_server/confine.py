@@ -9,9 +9,14 @@ and, through errors, told back. So, before anything is read:
   links and `..` followed) before they are compared, so a link inside a graph folder to a file
   outside it is refused too. The child graphs a subgraph role names must be there as well, and
   a problem found in a file outside them is told without its text.
-- a graph with a role (its own, or a child graph's) whose `sandbox:` is `off` is refused unless
-  the server was started with `--allow-unsandboxed`; the check is made on every start, answer
-  and resume, so a thread started elsewhere is not run unconfined through the server either.
+- a graph with a role (its own, or a child graph's) whose `sandbox:` is `off`, or that runs
+  Python code of the graph's folder (a `python:` actor or tool whose module lies beside the
+  graph: it runs in the server's own process, unconfined, with its environment), is refused
+  unless the server was started with `--allow-unsandboxed`: a caller that can write a graph
+  folder could otherwise run anything through a Python actor, as it could through `sandbox:
+  off`. Python code of the orchestrator itself or of installed packages is not the caller's to
+  write. The check is made on every start, answer and resume, so a thread started elsewhere is
+  not run unconfined through the server either.
 - a workspace, or a recording to replay, must be inside the server's folder or an
   `--allow-workspace DIR`.
 
@@ -27,8 +32,7 @@ from pathlib import Path
 
 from ..problems import Problem
 from ..spec.loader import GRAPH_SUFFIXES, bundled_graphs_dir
-from ..spec.models import Graph
-from ..tools.sandbox_needs import unsandboxed_roles
+from ..spec.models import Graph, Role
 
 
 class Refusal(Exception):
@@ -103,11 +107,11 @@ class Confinement:
         """Refuse a graph with a role unconfined, unless the server allows it."""
         if self.allow_unsandboxed:
             return
-        off = unsandboxed_roles(graph)
+        off = unconfined_roles(graph)
         if off:
             raise Refusal(
-                f"refused: the graph {graph.name} has roles with `sandbox: off` "
-                f"({', '.join(off)}), which would run commands unconfined as this user; "
+                f"refused: the graph {graph.name} has roles with `sandbox: off` or Python code "
+                f"of its folder ({', '.join(off)}), which would run unconfined as this user; "
                 "only a server started with `orchestrator mcp --allow-unsandboxed` runs them"
             )
 
@@ -142,6 +146,38 @@ class Confinement:
 
 def inside(path: Path, folders: Iterable[Path]) -> bool:
     return any(path == folder or path.is_relative_to(folder) for folder in folders)
+
+
+def unconfined_roles(graph: Graph, prefix: str = "") -> list[str]:
+    """The roles whose `sandbox:` is `off` or that run Python code of their graph's folder, a
+    child graph's as `role/child-role`."""
+    found = [
+        prefix + name
+        for name, role in graph.roles.items()
+        if role.sandbox == "off" or local_python(role)
+    ]
+    for name in graph.roles:
+        child = graph.subgraph(name)
+        if child is not None:
+            found += unconfined_roles(child, f"{prefix}{name}/")
+    return found
+
+
+def local_python(role: Role) -> bool:
+    """Whether the role runs Python code from its graph's folder (a module or a package there,
+    which is what the import finds first): its actor's or one of its tools'."""
+    refs = [t.python for t in role.python_tools]
+    actor = getattr(role.actor, "python", None)
+    if isinstance(actor, str):
+        refs.append(actor)
+    if not refs or role.folder is None:
+        return False
+    folder = Path(role.folder)
+    for ref in refs:
+        top = ref.partition(":")[0].split(".")[0]
+        if (folder / f"{top}.py").exists() or (folder / top).is_dir():
+            return True
+    return False
 
 
 def _children(graph: Graph, prefix: str = "") -> list[tuple[str, Graph]]:

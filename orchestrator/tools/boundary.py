@@ -36,8 +36,9 @@ still read-only. The file tools refuse the same paths (`refuses`), and any `.git
 
 What is not protected: a `.git` a role makes during the thread (`git init` in a folder that was
 no repository at start) is its work, like any file it writes, and no placeholder can be put in a
-user's folder to prevent it; the orchestrator never reads it (it reads the record), and the
-person should treat it as they would a repository from a stranger. A models file named by
+user's folder to prevent it; the orchestrator never reads it for this thread (it reads the
+record), its git never runs the filters such a repository defines (`git_safe`), and the person
+should treat it as they would a repository from a stranger. A models file named by
 `ORCHESTRATOR_MODELS_FILE` that does not exist at thread start cannot be protected either.
 """
 
@@ -198,8 +199,11 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
 
     A folder of graph files or `python:` modules that does not hold the workspace is protected
     whole; one that does (a graph at a project's top, run in place) by its graph file, its
-    local Python modules and their `__pycache__`, so the rest of the workspace stays the
-    roles'."""
+    local Python modules and their `__pycache__`, and the files of every module this process
+    imported from there (what the `python:` module imports beside it, `helper.py`: asked after
+    the thread's modules were loaded, `pyref.preload`), so the rest of the workspace stays the
+    roles'. A thread continued in another process imports them afresh: changed by a role, they
+    would run in the orchestrator, with its API key."""
     found: list[Path] = []
 
     def folder_or(folder: Path, *names: str, code: bool = False) -> None:
@@ -213,6 +217,7 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
             with contextlib.suppress(OSError):
                 (folder / "__pycache__").mkdir(exist_ok=True)
             found.append(real(folder / "__pycache__"))
+            found.extend(imported_from(real(folder)))
 
     for each in graphs(graph):
         if each.path:
@@ -223,6 +228,21 @@ def graph_files(graph: Graph, root: Path) -> list[Path]:
             top = ref.partition(":")[0].split(".")[0]
             folder_or(real(folder), f"{top}.py", top, code=True)
     return [p for p in _unique(found) if os.path.lexists(p)]
+
+
+def imported_from(folder: Path) -> list[Path]:
+    """The files of the modules this process imported from `folder` (or a folder inside it),
+    but an interpreter's own (a project's `.venv` running the orchestrator: its hundreds of
+    packages are no graph's code, and would each be a mount)."""
+    prefixes = {real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    found: list[Path] = []
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or not inside(path := real(file), folder):
+            continue
+        if path != folder and not any(inside(path, p) for p in prefixes):
+            found.append(path)
+    return found
 
 
 def graphs(graph: Graph) -> Iterator[Graph]:

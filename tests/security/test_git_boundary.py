@@ -509,13 +509,14 @@ def test_the_runner_switches_off_programs_the_configuration_names(
 def test_git_gets_no_secret_in_its_environment(
     tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A filter the person configured runs (it is theirs: the planted-but-allowed way to see
-    git's environment); it sees PATH and HOME, and no key or password. The control: run by a
-    plain git as before, the same filter sees both."""
+    """A filter the person configured in their global configuration runs (it is theirs: the
+    planted-but-allowed way to see git's environment); it sees PATH and HOME, and no key or
+    password. The control: run by a plain git as before, the same filter sees both."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("DB_PASS", DB_PASS)
     dump = tmp_path / "filter-env"
-    git(repo, "config", "filter.dump.clean", f"sh -c 'env > {dump}; cat'")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    git(repo, "config", "--global", "filter.dump.clean", f"sh -c 'env > {dump}; cat'")
     (repo / ".gitattributes").write_text("*.txt filter=dump\n")
     git(repo, "add", ".gitattributes")
     git(repo, "commit", "-qm", "attributes")
