@@ -9,14 +9,18 @@ recorded from one orchestrator thread), read to `message_stop`, with the same co
 same client settings (max_retries, timeout, `DefaultAsyncHttpxClient`: at most 1,000
 connections, 100 kept alive) and an asyncio.Semaphore in place of the batch's limiter.
 
+Beside them, the peer a user would pick instead: LangGraph, durable with its async SQLite
+checkpointer (`AsyncSqliteSaver` over aiosqlite, `durability="sync"`), three nodes each making
+the same SDK call with one shared client (`--no-langgraph` leaves it out).
+
 The fake server runs in its own process (a ThreadingHTTPServer, one thread per connection), so
 it does not compete with the client for the GIL: with a real API the server is elsewhere too.
 The machine's cores are shared, so at high concurrency both sides are bound by the CPU; the
 ratio is what the goal is about (the orchestrator durable at least 90% of the raw SDK's
-throughput, in memory at least 95%).
+throughput, in memory at least 95%, and durable ahead of LangGraph durable).
 
     python bench/concurrency.py [--levels 1,10,50,100,200] [--latency 0.05] [--threads-per-slot 3]
-                                [--stores sqlite,memory] [--repeat 2]
+                                [--stores sqlite,memory] [--repeat 2] [--no-langgraph]
 
 Each level runs max(20, C * threads-per-slot) threads of 3 steps; figures are wall-clock
 throughputs of the whole level, best of `--repeat` runs, with the orchestrator run once with a
