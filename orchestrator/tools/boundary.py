@@ -15,7 +15,8 @@ never steer what the orchestrator (or the user's git) does next:
 
 `Boundary` holds these paths, decided ONCE when a thread starts and never re-read from files a
 role can write: the git folders are asked of git at thread start, before any role runs (for a
-worktree, of the user's repository, which no role can write) and recorded in the store
+worktree, of the user's repository, which no role can write; not at all when no `.git` entry
+and no `HEAD` lies at or above the workspace, where git would find none) and recorded in the store
 (`<store>/boundaries/<thread>.json`, hidden from roles); a resumed thread reads that record.
 The graph's files and the store come from the orchestrator's own configuration.
 
@@ -154,6 +155,8 @@ def with_config(boundary: Boundary, graph: Graph | None, store_dir: Path | None)
 
 def repository_git(root: Path) -> list[Path]:
     """The git folder and common folder of the repository holding `root`, asked of git."""
+    if not may_be_in_repository(root):
+        return []  # git would find none; a subprocess per thread start is ~2 ms of CPU
     try:
         done = git(
             ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
@@ -165,6 +168,18 @@ def repository_git(root: Path) -> list[Path]:
     if done.returncode != 0:
         return []
     return [real(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def may_be_in_repository(root: Path) -> bool:
+    """Could git's discovery find a repository from `root`? Only through a `.git` entry (a
+    folder or a `gitdir:` file) or a folder that is a repository itself (a bare one, or inside
+    `.git`), whose `HEAD` git requires, at `root` or above: git runs with an environment of our
+    own (no GIT_DIR: git_safe.git_env). False only when there is neither, so git is asked in
+    every other case; most batch folders outside a repository skip the subprocess."""
+    return any(
+        os.path.lexists(folder / ".git") or os.path.lexists(folder / "HEAD")
+        for folder in (root, *root.parents)
+    )
 
 
 def worktree_git(tree: Worktree) -> list[Path]:

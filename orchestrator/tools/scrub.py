@@ -119,6 +119,20 @@ def secret_values(environ: Mapping[str, str] | None = None, extra: Iterable[str]
 def holder_of_secret(text: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The variable whose credential `text` holds (a provider's key first), or None."""
     env = os.environ if environ is None else environ
+    for name, secrets in _holders(tuple(env.items())):
+        if secrets.found_in(text):
+            return name
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _holders(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Secrets], ...]:
+    """The variables holding credentials, in the order `holder_of_secret` asks them (providers'
+    keys first), each with its finder. Made once per environment: every thread's inputs are
+    checked against it (`run/preflight.py`), and classifying every variable and making each
+    finder cost more than the check itself; a changed environment is a new key."""
+    env = dict(items)
+    holders: list[tuple[str, Secrets]] = []
     for name in sorted(env, key=lambda n: (not is_provider_key(n), n)):
         value = env[name]
         found = url_credentials(value)
@@ -127,9 +141,9 @@ def holder_of_secret(text: str, environ: Mapping[str, str] | None = None) -> str
         ):
             found.append(value)
         kept = tuple(v for v in found if len(v) >= MIN_SECRET)
-        if kept and Secrets.of(kept).found_in(text):
-            return name
-    return None
+        if kept:
+            holders.append((name, Secrets.of(kept)))
+    return tuple(holders)
 
 
 def safe_environment(
