@@ -5,13 +5,17 @@ anything."""
 
 from __future__ import annotations
 
+import gc
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from orchestrator.cli import cli
+from orchestrator.cli import validate as validate_cli
 from orchestrator.linter import dataflow, fanout, lint, scope, templates
 from orchestrator.linter.view import EdgeKind, GraphView, ResolvedEdge
 from orchestrator.problems import Problem
@@ -288,3 +292,22 @@ def test_the_old_algorithm_did_not_visit_a_bounded_number_of_times(tmp_path: Pat
 def test_the_analysis_runs_once_per_graph(tmp_path: Path) -> None:
     view = GraphView(load(tmp_path, chain(5)))
     assert dataflow.flow(view) is dataflow.flow(view)
+
+
+def test_validate_tunes_the_collector_while_it_checks_and_leaves_it_as_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "g.yaml").write_text(chain(3), encoding="utf-8")
+    seen: list[tuple[int, ...]] = []
+    real = validate_cli.check_file
+
+    def check_file(path: Path, kind: str) -> list[Problem]:
+        seen.append(gc.get_threshold())
+        return real(path, kind)
+
+    monkeypatch.setattr(validate_cli, "check_file", check_file)
+    before = gc.get_threshold(), gc.get_freeze_count()
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "g.yaml")])
+    assert result.exit_code == 0, result.output
+    assert seen == [(validate_cli.GC_THRESHOLD, *before[0][1:])]  # tuned while checking
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before  # and put back
