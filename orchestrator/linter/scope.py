@@ -8,14 +8,14 @@ status ROLE's latest reply may have.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..problems import did_you_mean
 from ..spec.contract import Contract, StatusContract
 from ..spec.models import RESUME, SINGLE_EXIT, START
-from .dataflow import Facts, edge_facts
+from .dataflow import Facts, Flow, edge_facts
 from .view import EdgeKind, GraphView, ResolvedEdge, contract_usable
 
 THREAD_FACTS = ("id", "step", "workspace")
@@ -85,7 +85,7 @@ class Scope:
     resolved: dict[str, Resolved] = field(default_factory=dict)
 
     @classmethod
-    def for_edge(cls, view: GraphView, edge: ResolvedEdge, flow: Mapping[str, Facts]) -> Scope:
+    def for_edge(cls, view: GraphView, edge: ResolvedEdge, flow: Flow) -> Scope:
         source: StatusContract | None = None
         if edge.role_source is not None:
             contract = view.roles[edge.role_source].contract
@@ -247,7 +247,7 @@ class Scope:
         facts = self.facts
         if facts is None:
             return Resolved.value(None)  # the edge is never taken; nothing more to know
-        if role not in facts.ran:
+        if not facts.has_run(role):
             return Resolved.error(
                 f"'{name}': role '{role}' has not run on every path that reaches this edge",
                 f"a path from $START gets here without passing '{role}'; "
@@ -264,7 +264,7 @@ class Scope:
                     f"'{name}': a step has fields, `$body` and `$status`, not '{parts[2]}'"
                 )
             return Resolved.value(None)
-        return self._step_field(role, parts, contract, facts.latest.get(role, frozenset()))
+        return self._step_field(role, parts, contract, facts.statuses(role))
 
     def _step_field(
         self, role: str, parts: list[str], contract: Contract, latest: Iterable[str]
