@@ -111,17 +111,19 @@ class Writer:
                 return self._queue(job, doing)
             self._in_use = True  # the connection is ours until the commit is over
         alone: Future[Any] | None = None
+        handed_over = False
         try:
             alone = self._commit_alone(job, doing)
+            handed_over = alone is None
         finally:
             with self._mutex:
                 self._in_use = False
-                queued: Future[Any] | None = None
-                if alone is None:  # another process holds the write lock: let the thread wait
-                    queued = self._queue(job, doing, first=True)
+                if handed_over:  # another process holds the write lock: the thread waits for it
+                    alone = self._queue(job, doing, first=True)
                 if self._pending or self._closed or self._checkpoint_due:
                     self._wake.notify_all()
-        return alone if alone is not None else queued  # type: ignore[return-value]
+        assert alone is not None
+        return alone
 
     def call(self, job: Job, doing: str) -> Any:
         """Run `job` and wait for its commit (for callers off the event loop)."""
