@@ -17,8 +17,9 @@ records every step as events (StepStarted, StepCommitted with the whole reply) i
 The peers do it by hand in their nodes/actions, in the cheapest way a person would write it, and
 keep only what routing needs in their state. Persistence:
 
-    orchestrator + SqliteStore   durable: 2 events per step, committed by the store's writer
-                                 thread (in one transaction when the role only asks a model)
+    orchestrator + SqliteStore   durable: 2 events per step, committed on the event loop's
+                                 thread before the next step (in one transaction when the role
+                                 only asks a model and it answers at once, as here)
     orchestrator + MemoryStore   the same events, in a list
     LangGraph, no checkpointer   StateGraph, conditional edges
     LangGraph + InMemorySaver    a checkpoint per superstep, in memory
@@ -30,10 +31,11 @@ keep only what routing needs in their state. Persistence:
 
 Every SQLite database is in WAL mode with synchronous=NORMAL (the orchestrator's setting), in a
 temporary directory on the same disk. Each variant runs `--repeat` times after a warm-up; the
-median is printed. Goal: the orchestrator with durable SQLite costs at most 0.6x LangGraph
-without any persistence.
+median is printed, with the machine's load average. Goals: the orchestrator with durable SQLite
+costs at most 0.6x LangGraph without any persistence (issue 14), at most Burr with its SQLite
+persister, and in memory at most Burr in memory (issue 23).
 
-    python bench/overhead.py [--steps 1000] [--repeat 5] [--history]
+    python bench/overhead.py [--steps 1000] [--repeat 5] [--history] [--only orchestrator,Burr]
 
 `--history` makes the peers also keep every reply in their state (a list channel with an `add`
 reducer), as the orchestrator's log does: a checkpointer then re-serialises the whole history at
