@@ -266,8 +266,8 @@ class Writer:
         try:
             db = db or self._connect()
             db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        except sqlite3.Error:
-            pass  # a failing disk: the next write reports it; the log is kept meanwhile
+        except Exception:  # noqa: BLE001  (a failing disk: the next write reports it)
+            pass  # the log is kept meanwhile, and the next checkpoint tries again
         return db
 
     def _commit_batch(self, batch: list[_Write]) -> None:
@@ -281,6 +281,10 @@ class Writer:
         except sqlite3.Error as exc:
             for write in batch:
                 write.future.set_exception(self._error_for(exc, write.doing))
+            return
+        except Exception as exc:  # not SQLite's: still the writes' answer, and the thread lives
+            for write in batch:
+                write.future.set_exception(exc)
             return
         done: list[tuple[_Write, Any]] = []
         failed: list[tuple[_Write, BaseException]] = []
