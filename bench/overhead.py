@@ -17,8 +17,9 @@ records every step as events (StepStarted, StepCommitted with the whole reply) i
 The peers do it by hand in their nodes/actions, in the cheapest way a person would write it, and
 keep only what routing needs in their state. Persistence:
 
-    orchestrator + SqliteStore   durable: 2 events per step, committed by the store's writer
-                                 thread (in one transaction when the role only asks a model)
+    orchestrator + SqliteStore   durable: 2 events per step, committed on the event loop's
+                                 thread before the next step (in one transaction when the role
+                                 only asks a model and it answers at once, as here)
     orchestrator + MemoryStore   the same events, in a list
     LangGraph, no checkpointer   StateGraph, conditional edges
     LangGraph + InMemorySaver    a checkpoint per superstep, in memory
@@ -30,10 +31,11 @@ keep only what routing needs in their state. Persistence:
 
 Every SQLite database is in WAL mode with synchronous=NORMAL (the orchestrator's setting), in a
 temporary directory on the same disk. Each variant runs `--repeat` times after a warm-up; the
-median is printed. Goal: the orchestrator with durable SQLite costs at most 0.6x LangGraph
-without any persistence.
+median is printed, with the machine's load average. Goals: the orchestrator with durable SQLite
+costs at most 0.6x LangGraph without any persistence (issue 14), at most Burr with its SQLite
+persister, and in memory at most Burr in memory (issue 23).
 
-    python bench/overhead.py [--steps 1000] [--repeat 5] [--history]
+    python bench/overhead.py [--steps 1000] [--repeat 5] [--history] [--only orchestrator,Burr]
 
 `--history` makes the peers also keep every reply in their state (a list channel with an `add`
 reducer), as the orchestrator's log does: a checkpointer then re-serialises the whole history at
@@ -46,6 +48,7 @@ import argparse
 import asyncio
 import json
 import operator
+import os
 import platform
 import sqlite3
 import statistics
@@ -381,23 +384,37 @@ def versions() -> str:
     return ", ".join(parts)
 
 
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--history", action="store_true", help="peers keep every reply in state")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="run only the variants whose name contains one of these comma-separated words "
+        "(e.g. 'orchestrator,Burr')",
+    )
     args = parser.parse_args()
+    wanted = [w.strip() for w in args.only.split(",") if w.strip()]
     steps = args.steps
     print(f"Python {platform.python_version()} on {platform.machine()}; {versions()}")
     print(
         f"{steps} steps of a writer/reviewer loop, median of {args.repeat} runs; "
         f"peer state: {'every reply (history)' if args.history else 'last output only'}"
     )
+    load_before = _load()
     runners: dict[str, Callable[[int, Path], float]] = {}
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for label, make in variants(args.history):
+            if wanted and not any(w in label for w in wanted):
+                continue
             try:
                 runner = make()
                 runner(20, folder)  # warm-up: imports, caches, first connection
@@ -413,11 +430,21 @@ def main() -> None:
             for label, runner in runners.items():
                 times[label].append(runner(steps, folder) / steps * 1e6)
     results = {label: statistics.median(t) for label, t in times.items()}
+    print(f"load average before: {load_before}, after: {_load()} (2 cores shared: compare ratios)")
     print(f"{'variant':<38} {'µs/step':>9} {'min':>7} {'max':>7}")
     for label, value in results.items():
         print(f"{label:<38} {value:>9.0f} {min(times[label]):>7.0f} {max(times[label]):>7.0f}")
     ours = results.get("orchestrator + SqliteStore (durable)")
     base = results.get("LangGraph, no checkpointer")
+    # Issue 23: a durable step as cheap as the cheapest durable peer's, in memory the same.
+    for mine, peer in (
+        ("orchestrator + SqliteStore (durable)", "Burr + SQLitePersister"),
+        ("orchestrator + MemoryStore", "Burr"),
+    ):
+        if mine in results and peer in results:
+            ratio = results[mine] / results[peer]
+            verdict = "met" if ratio <= 1.0 else "not met"
+            print(f"{mine} / {peer}: {ratio:.2f}x (goal <= 1: {verdict})")
     if ours:
         print("\nratio to the orchestrator with SqliteStore (>1: the peer costs more per step)")
         for label, value in results.items():

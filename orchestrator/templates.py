@@ -216,12 +216,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
+def _tokens(template: str) -> tuple[tuple[str, str], ...]:
+    """The template's tokens, made once per template text: chevron renders a list of tokens
+    as it renders the text (it tokenizes the text itself otherwise, at every call). Only
+    called once `check_syntax` has passed."""
+    return tuple(_tok.tokenize(template))
+
+
 def render(template: str, data: dict[str, Any], *, strict: bool = True) -> str:
     """Render a template. Strict: a missing name raises TemplateVarError (nulls render empty)."""
     check_syntax(template)
     try:
         return chevron_blue.render(
-            template, _wrap(data), on_missing_key="error" if strict else "ignore"
+            _tokens(template), _wrap(data), on_missing_key="error" if strict else "ignore"
         )
     except KeyError as exc:
         text = str(exc.args[0]) if exc.args else ""

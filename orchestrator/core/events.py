@@ -60,9 +60,21 @@ class Event:
     def to_dict(self) -> dict[str, Any]:
         # A shallow copy: events hold JSON values only, and asdict's deep copy was most of the
         # cost of serialising an event. Enum members are str subclasses: kept as plain text.
-        data = {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        data = {name: _plain(getattr(self, name)) for name in _field_names(type(self))}
         data["type"] = type(self).__name__
         return data
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """An event class's field names, looked up once (`dataclasses.fields` is not cheap, and
+    every event of a durable step is serialised)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 def _plain(value: Any) -> Any:

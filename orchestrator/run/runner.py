@@ -31,10 +31,11 @@ from ..core import engine
 from ..core.commands import Idle, Record, RunBranches, RunStep
 from ..core.events import Event, StepStarted
 from ..core.outcomes import Interrupted, Outcome
-from ..core.state import ThreadState
-from ..core.steps import path_of
-from ..spec.models import Graph
+from ..core.state import ThreadState, ThreadSummary
+from ..spec.models import END, Graph
 from ..store.base import EventStore, Owner, StoredEvent, StoreError, ThreadBusy
+from ..tools.boundary import Boundary
+from ..tools.boundary import current as current_boundary
 from ..tools.mcp_client import thread_servers
 from .actors import default_actor_for
 from .children import run_child
@@ -58,9 +59,12 @@ class LiveThread:
         self.step_task: asyncio.Future[Outcome] | None = None
         self.branch_tasks: dict[int, asyncio.Future[Outcome]] = {}  # by step number
         self._deferred: concurrent.futures.Future[StoredEvent] | None = None
+        # A deferred StepStarted not handed to the store yet: (seq, event, summary); see defer.
+        self._held: tuple[int, Event, ThreadSummary] | None = None
         self.memory = SessionMemory(graph)  # `memory: session` visits, fed as the state is
         self.catch_up(notify=False)
         self._root: Path | None = None
+        self._boundary: Boundary | None = None
         self._result: tuple[int, ThreadResult] | None = None  # (seq, the result then)
 
     def workspace_root(self) -> Path:
@@ -69,27 +73,75 @@ class LiveThread:
             self._root = Path(self.state.workspace).resolve()
         return self._root
 
+    def boundary(self) -> Boundary:
+        """The thread's trust boundary, looked up once per advance like its workspace: the
+        session enters it around the whole advance, and finding it resolves the workspace's
+        path on disk (a `realpath`, a tenth of a step's own cost with an instant model)."""
+        if self._boundary is None:
+            self._boundary = current_boundary(self.workspace_root())
+        return self._boundary
+
     async def append(self, event: Event) -> None:
-        """Apply the event and wait until it is committed (on the store's writer thread)."""
+        """Apply the event and wait until it is committed. The SQLite store commits it at once,
+        on this thread, when no other thread is writing (`store/writer.py`): the future is then
+        done already and `_committed` does not go through the event loop. A held StepStarted
+        (`defer`) is committed first, in the same transaction."""
         self._apply(event)
         self.seq += 1
-        pending = self.store.append_future(self.thread_id, self.seq, event, self.state.summary())
-        await self.flush()  # a deferred StepStarted: usually committed with this event
+        before = self._take_held()
+        pending = self.store.append_future(
+            self.thread_id, self.seq, event, self.state.summary(), before
+        )
+        await self.flush()  # a deferred StepStarted whose commit is under way
         self._stored(await self._committed(pending))
 
     def defer(self, event: Event) -> None:
-        """Apply the event and queue it without waiting for its commit.
+        """Apply the event and hold it back from the store for a moment, without waiting.
 
         Only for the StepStarted of a step whose actor changes nothing outside its reply
-        (`may_defer`): its commit then overlaps the model's call, and the step's result is
-        committed with it or after it, never before (the writer keeps the order). Reported to
-        `on_event` now; if its commit fails, the step is stopped and the failure raised."""
+        (`may_defer`). It is committed as soon as the step waits for its actor (`release`:
+        the commit then overlaps the model's call), or, when the actor answers without ever
+        waiting, in one transaction with the step's result, before it. Either way the step's
+        result is committed after it, never before, and if the process dies first the step runs
+        again on resume, as any step in flight does. Reported to `on_event` now; if its commit
+        fails, the step is stopped and the failure raised."""
         self._apply(event)
         self.seq += 1
-        pending = self.store.append_future(self.thread_id, self.seq, event, self.state.summary())
-        self._deferred = pending
+        self._held = (self.seq, event, self.state.summary())
         self._stored(StoredEvent(self.seq, time.time(), event))
-        if not pending.done():
+
+    def holding(self) -> bool:
+        return self._held is not None
+
+    def drop_held(self) -> None:
+        """An error ended the advance with a step's start still held: it is not saved, as if
+        the process had died there (`may_defer`: the step runs again on resume)."""
+        self._held = None
+
+    def _take_held(self) -> tuple[tuple[Event, ThreadSummary], ...]:
+        """The held StepStarted, to be written just before event `seq` (taken: held no more)."""
+        held, self._held = self._held, None
+        if held is None:
+            return ()
+        seq, event, summary = held
+        assert seq == self.seq - 1, (seq, self.seq)  # nothing else was applied since
+        return ((event, summary),)
+
+    def release(self) -> None:
+        """Commit the held StepStarted now, without waiting, unless the step has ended already
+        (its result's append takes it along). Called once the step's task has run up to its
+        first wait: the actor is then waiting for its model."""
+        if self._held is None or (self.step_task is not None and self.step_task.done()):
+            return
+        seq, event, summary = self._held
+        self._held = None
+        pending = self.store.append_future(self.thread_id, seq, event, summary)
+        if pending.done() and pending.exception() is None:
+            return  # committed at once: nothing left to wait for
+        self._deferred = pending
+        if pending.done():
+            self._check_deferred(pending)
+        else:
             loop = asyncio.get_running_loop()
             pending.add_done_callback(lambda f: loop.call_soon_threadsafe(self._check_deferred, f))
 
@@ -99,7 +151,8 @@ class LiveThread:
             self.step_task.cancel()
 
     async def flush(self) -> None:
-        """Wait for a deferred event's commit; raise its failure."""
+        """Commit a held event; wait for a deferred event's commit; raise its failure."""
+        self.release()
         pending, self._deferred = self._deferred, None
         if pending is not None:
             await self._committed(pending)
@@ -117,7 +170,7 @@ class LiveThread:
                 raise
         except ThreadBusy:
             # Someone else appended first (a cancel): the state is the store's, not ours.
-            self._deferred = None
+            self._deferred = self._held = None
             self.state, self.seq, self.saved = ThreadState(), 0, 0
             self.memory = SessionMemory(self.graph)
             self.catch_up(notify=False)
@@ -153,8 +206,10 @@ class LiveThread:
     def result(self) -> ThreadResult:
         """The thread's result now; its path is read from the log, once per state."""
         if self._result is None or self._result[0] != self.seq:
-            events = (stored.event for stored in self.store.events(self.thread_id))
-            path = path_of(events, self.state.ending)
+            # Only the roles of the committed steps, read by the store (SQLite: without decoding
+            # the whole log, which cost about as much per step as the step's own commit).
+            roles = self.store.committed_roles(self.thread_id)
+            path = [*roles, END] if self.state.ending is not None else roles
             self._result = (self.seq, ThreadResult.of(self.thread_id, self.state, path))
         return self._result[1]
 
@@ -170,7 +225,7 @@ class LiveThread:
                     await asyncio.to_thread(self.store.renew, self.thread_id, self.owner)
                     renewed = time.monotonic()
                 # Only while none of our own writes is under way: those would look new.
-                idle = self._deferred is None and self.saved == self.seq
+                idle = self._deferred is None and self._held is None and self.saved == self.seq
                 if idle and self.store.thread(self.thread_id).seq > self.seq:
                     self.catch_up()
             except StoreError:
@@ -228,6 +283,7 @@ async def advance(
     finally:
         watcher.cancel()
         thread.stop_steps()
+        thread.drop_held()
         # A store that just failed (a full disk) may fail this too; the lease of a process
         # that is gone is taken over anyway, and the first error is the one to report.
         with contextlib.suppress(StoreError):
@@ -280,6 +336,10 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
     if thread.deferred_failed():
         await thread.flush()  # raises why: the step's StepStarted could not be saved
     thread.step_task = asyncio.ensure_future(_outcome(thread, command, actor_for))
+    if thread.holding():
+        # Runs after the task's first run: the step's StepStarted is committed while its actor
+        # waits, or, if the actor answered at once, with its result (LiveThread.defer).
+        asyncio.get_running_loop().call_soon(thread.release)
     try:
         return await thread.step_task
     except asyncio.CancelledError:
@@ -300,7 +360,8 @@ def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Await
         return run_child(thread, command, actor_for, advance)
     plan = plan_step(thread.graph, thread.state, command, thread.memory, thread.options.model)
     actor = actor_for(command.role, role)
-    return perform_step(plan, role, thread.workspace_root(), actor, thread.options.on_progress)
+    root = thread.workspace_root()
+    return perform_step(plan, role, root, actor, thread.options.on_progress, thread.boundary())
 
 
 async def _branches(thread: LiveThread, command: RunBranches, actor_for: ActorFor) -> None:

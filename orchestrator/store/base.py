@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,14 +169,27 @@ class EventStore(Protocol):
     ) -> StoredEvent: ...
 
     def append_future(
-        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
+        self,
+        thread_id: str,
+        seq: int,
+        event: Event,
+        summary: ThreadSummary,
+        before: Sequence[tuple[Event, ThreadSummary]] = (),
     ) -> Future[StoredEvent]:
         """`append` without waiting: the future resolves once the event is committed (or fails
-        as `append` would). The runner awaits it, so the event loop never blocks on a commit."""
+        as `append` would). The events `before` (numbered up to `seq - 1`) are written first,
+        in the same transaction: all are saved or none. The SQLite store commits on the
+        caller's thread when no other thread is writing (the future is then done at once), and
+        otherwise on its writer thread, so the event loop never waits for another's commit."""
         ...
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         """The thread's events with a sequence number above `after`, in order."""
+        ...
+
+    def committed_roles(self, thread_id: str) -> list[str]:
+        """The roles of the thread's committed steps, in order: its path (`core.steps.path_of`)
+        without `$END`, read without decoding every event."""
         ...
 
     def thread(self, thread_id: str) -> ThreadRow: ...

@@ -1,4 +1,4 @@
-"""The default event store: SQLite in WAL mode, written by one thread off the event loop.
+"""The default event store: SQLite in WAL mode, each write committed before it is reported done.
 
 Events are rows keyed by (thread, seq); the primary key makes a second writer of the same
 sequence number fail, which is how two processes are kept from both advancing a thread. A
@@ -6,9 +6,10 @@ thread's summary row (state, steps, cost), computed by the caller from the folde
 written in the same transaction as the event, so `threads list` never reads the log. Appending
 costs the same at step 10 and at step 10,000.
 
-Writes go to a writer thread with its own connection (`writer.py`), which commits the writes of
-all threads waiting at that moment in one transaction; each write is reported done only once
-committed. The connection opened here only reads (WAL readers never wait for the writer).
+Writes go through one write connection (`writer.py`): a write is committed at once on the
+caller's thread when nobody else is writing, and the writes of several threads waiting at once
+are committed together by a writer thread; each write is reported done only once committed. The
+connection opened here only reads (WAL readers never wait for the writer).
 
 Every SQLite error becomes a `StoreError` naming the file and what to do (a full disk, a damaged
 file, a read-only folder), never a bare `sqlite3` traceback. A store opened `readonly` (the
@@ -22,7 +23,7 @@ import functools
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -146,6 +147,10 @@ def guarded(doing: str) -> Callable[[Method[P, R]], Method[P, R]]:
     return wrap
 
 
+# `json.dumps(data, ensure_ascii=False)` builds a new encoder at every call; one made once gives
+# the same text (the C encoder either way).
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
 GITIGNORE = "# created by orchestrator: the thread store is not source code\n*\n"
 _CONNECT: dict[str, Any] = {"timeout": 30.0, "isolation_level": None, "check_same_thread": False}
 
@@ -162,11 +167,13 @@ class SqliteStore:
             self._db = self._open_readonly() if readonly else self._open()
         except sqlite3.Error as exc:
             raise store_error(exc, self.path, "opening it") from None
-        # Every write goes through one writer thread with its own connection (writer.py); this
-        # connection only reads.
+        # Every write goes through one write connection (writer.py); this connection only reads.
         self._writes: Writer | None = None
         if not readonly:
             self._writes = Writer(self._connect_writer, self._error)
+        # Per thread, the sequence number and state this process last wrote to its summary row,
+        # so that an event that leaves the state as it was does not rewrite it (see _insert_text).
+        self._states: dict[str, tuple[int, str]] = {}
 
     def _connect_writer(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, **_CONNECT)
@@ -264,26 +271,41 @@ class SqliteStore:
             _insert(db, started.thread_id, 1, started, summary, now)
 
         self._writer().call(job, "saving a new thread")
+        self._states[started.thread_id] = (1, str(summary.status))
 
     def append(self, thread_id: str, seq: int, event: Event, summary: ThreadSummary) -> StoredEvent:
         return self.append_future(thread_id, seq, event, summary).result()
 
     def append_future(
-        self, thread_id: str, seq: int, event: Event, summary: ThreadSummary
+        self,
+        thread_id: str,
+        seq: int,
+        event: Event,
+        summary: ThreadSummary,
+        before: Sequence[tuple[Event, ThreadSummary]] = (),
     ) -> Future[StoredEvent]:
-        """Queue the event for the writer thread; the future resolves once it is committed.
+        """Save the event (after the events `before`, numbered up to `seq - 1`, in the same
+        transaction); the future resolves once it is committed: at once, on this thread, when no
+        other thread is writing (writer.py).
 
-        The JSON text is made here, by the caller, so the writer holds the GIL only briefly."""
-        data = event.to_dict()
-        text = json.dumps(data, ensure_ascii=False)
-        kind = data["type"]
+        The JSON text is made here, by the caller, so a writer thread holds the GIL only briefly."""
+        last = self._states.get(thread_id)
+        rows = []
+        for n, (item, item_summary) in enumerate((*before, (event, summary)), seq - len(before)):
+            data = item.to_dict()
+            state = str(item_summary.status)
+            rows.append((n, data["type"], _encode(data), item_summary, last == (n - 1, state)))
+            last = (n, state)
 
         def job(db: sqlite3.Connection) -> StoredEvent:
             now = time.time()
-            _insert_text(db, thread_id, seq, kind, text, summary, now)
+            for n, kind, text, item_summary, same_state in rows:
+                _insert_text(db, thread_id, n, kind, text, item_summary, now, same_state)
             return StoredEvent(seq, now, event)
 
         future: Future[StoredEvent] = self._writer().submit(job, "saving an event")
+        if last is not None and future.done() and future.exception() is None:
+            self._states[thread_id] = last  # committed, on this thread
         return future
 
     @guarded("reading a thread's events")
@@ -304,6 +326,17 @@ class SqliteStore:
                 f"cannot be read ({exc})",
                 "damaged",
             ) from None
+
+    @guarded("reading a thread's steps")
+    def committed_roles(self, thread_id: str) -> list[str]:
+        # json_extract reads the one field in C: decoding every event in Python to find it cost
+        # a thread's result about as much per step as the step's own commit.
+        rows = self._db.execute(
+            "SELECT json_extract(data, '$.role') FROM events"
+            " WHERE thread_id = ? AND type = 'StepCommitted' ORDER BY seq",
+            (thread_id,),
+        ).fetchall()
+        return [role for (role,) in rows]
 
     @guarded("reading a thread")
     def thread(self, thread_id: str) -> ThreadRow:
@@ -405,8 +438,18 @@ def _insert(
     now: float,
 ) -> None:
     data = event.to_dict()
-    text = json.dumps(data, ensure_ascii=False)
-    _insert_text(db, thread_id, seq, data["type"], text, summary, now)
+    text = _encode(data)
+    _insert_text(db, thread_id, seq, data["type"], text, summary, now, False)
+
+
+# The summary row, with and without its state: `state` is indexed (`threads list --state`), and
+# SQLite rewrites an indexed column's entry whenever the UPDATE sets it, changed or not.
+_UPDATE = (
+    "UPDATE threads SET {}steps = ?, cost_usd = ?, input_tokens = ?, output_tokens = ?,"
+    " reason = ?, updated = ?, seq = ? WHERE id = ? AND seq = ?"
+)
+_UPDATE_ALL = _UPDATE.format("state = ?, ")
+_UPDATE_SAME_STATE = _UPDATE.format("")
 
 
 def _insert_text(
@@ -417,8 +460,15 @@ def _insert_text(
     text: str,
     summary: ThreadSummary,
     now: float,
+    same_state: bool,
 ) -> None:
-    """The event's row and the thread's summary row; ThreadBusy if `seq` is taken."""
+    """The event's row and the thread's summary row; ThreadBusy if `seq` is taken.
+
+    `same_state`: this process committed event `seq - 1` of the thread with the state this one
+    has, so the state is left out of the UPDATE. The row still holds it: `WHERE seq = seq - 1`
+    matches only if nobody wrote the thread since that commit (any write of another process
+    that changes the state appends an event, which moves `seq` on).
+    """
     try:
         db.execute(
             "INSERT INTO events (thread_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
@@ -428,21 +478,20 @@ def _insert_text(
         raise ThreadBusy(
             f"thread {thread_id} was advanced by another process (event {seq} already exists)"
         ) from None
-    cur = db.execute(
-        "UPDATE threads SET state = ?, steps = ?, cost_usd = ?, input_tokens = ?,"
-        " output_tokens = ?, reason = ?, updated = ?, seq = ? WHERE id = ? AND seq = ?",
-        (
-            str(summary.status),
-            summary.steps,
-            summary.cost_usd,
-            summary.input_tokens,
-            summary.output_tokens,
-            summary.reason,
-            now,
-            seq,
-            thread_id,
-            seq - 1,
-        ),
+    rest = (
+        summary.steps,
+        summary.cost_usd,
+        summary.input_tokens,
+        summary.output_tokens,
+        summary.reason,
+        now,
+        seq,
+        thread_id,
+        seq - 1,
     )
+    if same_state:
+        cur = db.execute(_UPDATE_SAME_STATE, rest)
+    else:
+        cur = db.execute(_UPDATE_ALL, (str(summary.status), *rest))
     if cur.rowcount != 1:
         raise ThreadBusy(f"thread {thread_id} was advanced by another process")
