@@ -118,6 +118,7 @@ class Policy:
 
     network: bool = False
     writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()  # kept visible, read-only, inside a hidden home
     limits: Limits = Limits()
 
 
@@ -129,7 +130,10 @@ def policy_for(setting: Sandbox | Literal["off"] | None, *, agent: bool) -> Poli
         setting = Sandbox()
     network = setting.network if setting.network is not None else agent
     writable = tuple(expand(p) for p in setting.writable)
-    return Policy(network=network, writable=writable, limits=limiting.of(setting))
+    readable = tuple(expand(p) for p in setting.readable)
+    return Policy(
+        network=network, writable=writable, readable=readable, limits=limiting.of(setting)
+    )
 
 
 def expand(path: str) -> Path:
@@ -258,7 +262,8 @@ def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
     The folder of every argv element that is an existing absolute path (an agent's script, its
     interpreter) and, when that folder is a virtual environment's `bin`, the environment; the
     running interpreter's prefixes and the orchestrator's own code (a process it starts with
-    `sys.executable` needs its packages), when they lie under `/tmp` (or a hidden `/run`). The
+    `sys.executable` needs its packages), and the role's `readable:` folders, when they lie
+    under `/tmp`, a home folder (or a hidden `/run`). The
     repository's git metadata is the thread boundary's (`boundary.py`), never read from the
     workspace here."""
     roots = hidden_roots(policy)
@@ -269,7 +274,7 @@ def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
             wanted.append(folder)
             if (folder.parent / "pyvenv.cfg").is_file():
                 wanted.append(folder.parent)
-    wanted += interpreter_paths()
+    wanted += [*interpreter_paths(), *policy.readable]
     found: list[Path] = []
     for path in wanted:
         hidden = any(path.is_relative_to(r) for r in roots)

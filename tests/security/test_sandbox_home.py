@@ -137,6 +137,17 @@ def test_control_the_file_is_read_when_its_folder_is_writable(
     assert (planted / "out").read_text() == "ok\n"
 
 
+def test_control_a_readable_folder_is_read_but_not_written(
+    mechanism: str, durable: Path, planted: Path
+) -> None:
+    """Control: `sandbox: readable:` shows the folder (a toolchain under `~`) read-only."""
+    text = shell(
+        durable, f"cat {planted}/credentials; echo x > {planted}/out", readable=[str(planted)]
+    )
+    assert SECRET in text and "Read-only file system" in text, text
+    assert not (planted / "out").exists()
+
+
 AGENT = (
     "import sys; sys.stdin.read()\n"
     "try:\n    seen = open({path!r}).read()\n"
