@@ -507,7 +507,8 @@ def test_graph_hash_unchanged_by_the_default_setting(make_graph: Callable[..., G
     assert plain.hash != off.hash
     data = plain.model_dump(mode="json")
     unset = {"pids": None, "memory_mb": None, "disk_mb": None}  # the limits (their own tests)
-    assert data["roles"]["dev"]["sandbox"] == {"network": None, "writable": [], **unset}
+    empty = {"network": None, "writable": [], "readable": []}  # `readable` left out of the hash
+    assert data["roles"]["dev"]["sandbox"] == {**empty, **unset}
 
 
 def test_sandbox_problem(

@@ -64,6 +64,11 @@ class Sandbox(_Frozen):
         description="paths outside the workspace the process may write (absolute or ~/...), "
         "e.g. an agent's config folder; each must exist",
     )
+    readable: list[Annotated[str, Field(pattern=r"^(/|~/)")]] = Field(
+        default_factory=list,
+        description="folders inside the hidden home folders (/home, /root, ~) the process may "
+        "read, e.g. a toolchain under ~/.pyenv or ~/.cargo; a missing one is skipped",
+    )
     # Limits (orchestrator/tools/limits.py); None: the default there (512, 2048 MB, 1024 MB).
     pids: Annotated[int, Field(strict=True, gt=0)] | None = Field(
         None, description="most processes at once in the sandbox (default 512)"
@@ -436,6 +441,8 @@ class Graph(_Frozen):
                 for key in ("pids", "memory_mb", "disk_mb"):
                     if role["sandbox"].get(key) is None:
                         del role["sandbox"][key]
+            if isinstance(role.get("sandbox"), dict) and role["sandbox"].get("readable") == []:
+                del role["sandbox"]["readable"]  # added later: older graphs keep their hash
             if role.get("sandbox") == {"network": None, "writable": []}:
                 del role["sandbox"]
             if role.get("requires") == []:

@@ -24,7 +24,7 @@ The graph's files and the store come from the orchestrator's own configuration.
 
 - the workspace and the role's `writable:` paths read-write;
 - the git metadata read-only, and visible even when it lies under a folder the sandbox replaces
-  by an empty one (`/tmp`), so git works in a worktree there;
+  by an empty one (`/tmp`, the home folders: `home_roots`), so git works in a worktree there;
 - the store replaced by an empty, read-only folder (`hidden`);
 - the graph's files read-only where they lie inside a writable path;
 - every folder between a writable path and a protected path inside it bound onto itself, so
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 RECORDS = "boundaries"
 STORE_FILES = ("worktrees", RECORDS, "models.yaml", ".gitignore")
+SYSTEM_FOLDERS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/var", "/nix", "/srv")
 ViewKind = Literal["tmpfs", "hide", "pin", "rw", "ro"]
 # At the same path, a later mount wins: a hidden folder may hold a writable one, which may hold
 # a read-only one.
@@ -367,6 +368,20 @@ def current(workspace: Path) -> Boundary:
 # --------------------------------------------------------------------------- the sandbox's views
 
 
+def home_roots() -> list[Path]:
+    """`/home`, `/root` and the orchestrator user's home folder (resolved) when it lies
+    elsewhere (a service account's `/var/lib/x`): folders the sandbox hides whole. Never a
+    home that is (or holds) a system folder: a `HOME=/` or `HOME=/usr` would hide the tools."""
+    roots = [Path("/home"), Path("/root")]
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    if home.startswith("/"):
+        own = real(home)
+        system = any(inside(Path(s), own) for s in SYSTEM_FOLDERS)
+        if not system and not any(inside(own, r) for r in roots):
+            roots.append(own)
+    return roots
+
+
 def interpreter_paths() -> list[Path]:
     """The running interpreter's prefixes and the orchestrator's own code: what a process it
     starts (`sys.executable`, a virtual environment's tools) needs to read, wherever it is."""
@@ -387,7 +402,9 @@ def views(
     `workspace` (the step's folder) and `writable` read-write; `scratch` (`/tmp`, a hidden
     `/run`) empty; `readable`: paths under `scratch` to keep visible read-only."""
     rw = _unique([real(workspace), *writable])
-    out: list[View] = [View("tmpfs", p) for p in scratch]
+    # A hidden folder the role may write whole (`writable: [~]`) is bound, not emptied: under
+    # the fallback a recursive bind would bring the empty folder mounted there back on top.
+    out: list[View] = [View("tmpfs", p) for p in scratch if p not in rw]
     out += [View("rw", p) for p in rw]
     shown = [p for p in readable if any(inside(p, s) for s in scratch)]
     out += [View("ro", p) for p in shown if not any(inside(p, w) for w in rw)]

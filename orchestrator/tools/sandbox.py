@@ -13,7 +13,10 @@ With bubblewrap (`bwrap`, preferred):
 - the whole filesystem bound read-only, the workspace (and the role's `writable:` paths) bound
   read-write at the same paths; a private `/dev` and an empty, private `/tmp` in which only the
   command's own files and the running interpreter's stay visible (`visible_through`), so
-  sockets under the host's `/tmp` (tmux, ssh-agent, X11) cannot be reached;
+  sockets under the host's `/tmp` (tmux, ssh-agent, X11) cannot be reached; the home folders
+  (`/home`, `/root`, the user's `$HOME`: `hidden_roots`) replaced the same way, so the user's
+  keys and tokens (`~/.ssh`, `~/.aws`, `~/.netrc`, a models file) cannot be read, while a
+  workspace or `writable:` path inside them is bound over the empty folder and stays the role's;
 - over those, the thread's trust boundary (`boundary.py`, fixed when the thread started, never
   read from the workspace here): the repository's git folders read-only (and visible under
   `/tmp`), the thread store hidden, the graph's files read-only; `boundary.views` orders the
@@ -38,7 +41,7 @@ With bubblewrap (`bwrap`, preferred):
 Fallback, util-linux `unshare` + `setpriv` (when `bwrap` is missing or cannot run): the same
 namespaces (`--pid --fork --mount-proc --mount --ipc`, `--net` without network, `--user
 --map-root-user` when not root), then `_sandbox_init.py` as PID 1 of the new namespace mounts an
-empty tmpfs on `/tmp` and `/dev/shm` (and `/run` without network), binds the workspace and the
+empty tmpfs on `/tmp`, the home folders and `/dev/shm` (and `/run` without network), binds the workspace and the
 `writable:` paths onto themselves and makes the boundary's mounts, remounts every other mount
 (and the boundary's read-only binds) read-only, and starts the command
 through `setpriv` with no capabilities (empty bounding, inheritable and ambient sets,
@@ -75,7 +78,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..spec.models import Sandbox
 from . import limits as limiting
-from .boundary import Boundary, View, interpreter_paths, views
+from .boundary import Boundary, View, home_roots, interpreter_paths, views
 from .limits import Limits
 
 if TYPE_CHECKING:
@@ -115,6 +118,7 @@ class Policy:
 
     network: bool = False
     writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()  # kept visible, read-only, inside a hidden home
     limits: Limits = Limits()
 
 
@@ -126,7 +130,10 @@ def policy_for(setting: Sandbox | Literal["off"] | None, *, agent: bool) -> Poli
         setting = Sandbox()
     network = setting.network if setting.network is not None else agent
     writable = tuple(expand(p) for p in setting.writable)
-    return Policy(network=network, writable=writable, limits=limiting.of(setting))
+    readable = tuple(expand(p) for p in setting.readable)
+    return Policy(
+        network=network, writable=writable, readable=readable, limits=limiting.of(setting)
+    )
 
 
 def expand(path: str) -> Path:
@@ -239,8 +246,14 @@ def wrap(
 
 
 def hidden_roots(policy: Policy) -> tuple[Path, ...]:
-    """The folders the sandbox replaces by empty ones of its own."""
-    return (Path("/tmp"),) if policy.network else (Path("/tmp"), Path("/run"))
+    """The folders the sandbox replaces by empty ones of its own: `/tmp`, `/run` without
+    network, and the home folders (`/home`, `/root`, and the user's `$HOME` wherever it lies),
+    whose keys, tokens and configuration (`~/.ssh`, `~/.aws`, `~/.netrc`, a models file) are no
+    role's business. Only folders that exist (a mount point is never made in the host's `/`)."""
+    roots = [Path("/tmp"), *home_roots()]
+    if not policy.network:
+        roots.append(Path("/run"))
+    return tuple(r for r in roots if r.is_dir())
 
 
 def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
@@ -249,7 +262,8 @@ def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
     The folder of every argv element that is an existing absolute path (an agent's script, its
     interpreter) and, when that folder is a virtual environment's `bin`, the environment; the
     running interpreter's prefixes and the orchestrator's own code (a process it starts with
-    `sys.executable` needs its packages), when they lie under `/tmp` (or a hidden `/run`). The
+    `sys.executable` needs its packages), and the role's `readable:` folders, when they lie
+    under `/tmp`, a home folder (or a hidden `/run`). The
     repository's git metadata is the thread boundary's (`boundary.py`), never read from the
     workspace here."""
     roots = hidden_roots(policy)
@@ -260,7 +274,7 @@ def visible_through(argv: list[str], ws: Path, policy: Policy) -> list[Path]:
             wanted.append(folder)
             if (folder.parent / "pyvenv.cfg").is_file():
                 wanted.append(folder.parent)
-    wanted += interpreter_paths()
+    wanted += [*interpreter_paths(), *policy.readable]
     found: list[Path] = []
     for path in wanted:
         hidden = any(path.is_relative_to(r) for r in roots)
