@@ -85,11 +85,6 @@ graph:
 """
 
 
-@pytest.fixture(params=["bwrap", "unshare"])
-def mechanism(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def planter(tmp_path: Path) -> Path:
     folder = tmp_path / "graphs"
     folder.mkdir()

@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 import pytest
 
 from orchestrator import get_thread
-from orchestrator.tools import sandbox as sandboxing
 from tests.cli_helpers import Project
 from tests.test_answer_cli import GRAPH as HUMAN_GRAPH
 from tests.test_answer_cli import PROPOSAL
@@ -73,15 +72,6 @@ graph:
   $START: { _: { role: poker, prompt: go } }
   poker: { tried: { role: $END, prompt: "code {{code}}" } }
 """
-
-
-@pytest.fixture(params=["bwrap", "unshare"])
-def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(sandboxing.FORCE_VARIABLE, request.param)
-    sandboxing.reset()
-    assert sandboxing.mechanism() == request.param, f"{request.param} cannot make a sandbox here"
-    yield request.param
-    sandboxing.reset()
 
 
 @pytest.fixture

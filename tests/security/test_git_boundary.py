@@ -242,11 +242,6 @@ def test_a_role_that_swaps_the_worktree_git_runs_nothing(
     assert_control_runs(tmp_path, worktree, variant)
 
 
-@pytest.fixture(params=["bwrap", "unshare"])
-def mechanism(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.mark.parametrize("variant", ["fsmonitor", "hooks"])
 def test_a_sandboxed_command_that_swaps_the_worktree_git_runs_nothing(
     tmp_path: Path, repo: Path, mechanism: str, variant: str

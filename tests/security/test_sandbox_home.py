@@ -29,20 +29,6 @@ from orchestrator.tools.workspace import Workspace
 SECRET = "home-secret-5e1f"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probe() -> Iterator[None]:
-    sandboxing.reset()
-    yield
-    sandboxing.reset()
-
-
-@pytest.fixture(params=["bwrap", "unshare"])
-def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(sandboxing.FORCE_VARIABLE, request.param)
-    assert sandboxing.mechanism() == request.param, f"{request.param} cannot make a sandbox here"
-    return request.param
-
-
 @pytest.fixture
 def durable() -> Iterator[Path]:
     """A workspace outside /tmp and the homes (the sandbox hides both)."""

@@ -18,7 +18,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,20 +46,6 @@ for _ in range({n}):
 print(f"forked {{made}}")
 """
 ALLOCATE = "python3 -c 'x = bytearray({mb} * 1024 * 1024); print(\"allocated\", len(x) >> 20)'"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_probe() -> Iterator[None]:
-    sandboxing.reset()
-    yield
-    sandboxing.reset()
-
-
-@pytest.fixture(params=["bwrap", "unshare"])
-def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(sandboxing.FORCE_VARIABLE, request.param)
-    assert sandboxing.mechanism() == request.param, f"{request.param} cannot make a sandbox here"
-    return str(request.param)
 
 
 def bounded_by_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,20 +40,6 @@ from orchestrator.tools.toolbox import ToolBox
 from orchestrator.tools.workspace import Workspace
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probe() -> Iterator[None]:
-    sandboxing.reset()
-    yield
-    sandboxing.reset()
-
-
-@pytest.fixture(params=["bwrap", "unshare"])
-def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(sandboxing.FORCE_VARIABLE, request.param)
-    assert sandboxing.mechanism() == request.param, f"{request.param} cannot make a sandbox here"
-    return request.param
-
-
 @pytest.fixture
 def durable() -> Iterator[Path]:
     """A folder outside /tmp (the sandbox hides /tmp whole, which would hide any attack)."""

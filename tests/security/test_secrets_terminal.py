@@ -25,7 +25,6 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,7 +36,6 @@ from orchestrator.cli.terminal import neutralise
 from orchestrator.spec.models import McpServer, Role, Sandbox
 from orchestrator.testing.fake_anthropic import FakeAnthropic
 from orchestrator.tools import Workspace, mcp_client
-from orchestrator.tools import sandbox as sandboxing
 from orchestrator.tools.scrub import redact_url_credentials
 from orchestrator.tools.shell import Shell
 from tests.cli_helpers import LOOP_GRAPH, Project
@@ -54,22 +52,14 @@ SECRETS = {
 NAMED = "ROLE_NAMED_SETTING"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probe() -> Iterator[None]:
-    sandboxing.reset()
-    yield
-    sandboxing.reset()
-
-
-@pytest.fixture(params=["bwrap", "unshare"])
-def mechanism(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(sandboxing.FORCE_VARIABLE, request.param)
+@pytest.fixture
+def mechanism(mechanism: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The suite's sandbox mechanism, with the secrets and the role's named variable set."""
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv(NAMED, "visible-to-the-role")
     monkeypatch.setenv("LANG", "C.UTF-8")
-    assert sandboxing.mechanism() == request.param, f"{request.param} cannot make a sandbox here"
-    return request.param
+    return mechanism
 
 
 def names_in(text: str) -> set[str]:
