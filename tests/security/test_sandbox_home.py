@@ -1,4 +1,4 @@
-"""The sandbox hides the host's home folders (FORMAT 22: no role sees `~/.ssh`, `~/.aws`, ...).
+"""The sandbox hides the host's home folders (docs/security.md: no role sees `~/.ssh`, `~/.aws`, ...).
 
 Attacks, under bubblewrap and the `unshare` fallback: a role's shell command and a command
 actor read a file planted in a folder under the REAL home of the test's user (`$HOME`, `/root`
