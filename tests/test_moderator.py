@@ -522,7 +522,11 @@ roles:
     goal: g
     frontmatter:
       type: object
-      properties: { $status: { enum: [a, b, c] }, n: { type: integer }, dir: { type: string } }
+      properties:
+        $status: { enum: [a, b, c, d, e] }
+        n: { type: integer }
+        dir: { type: string }
+        items: { type: array, items: { type: integer } }
       required: [$status]
 graph:
   $START: { _: { role: w, prompt: "go" } }
@@ -533,6 +537,12 @@ graph:
     b:
       - { when: "output.n > 2", role: $END, prompt: "big" }
     c: { role: w, prompt: "there", location: "{{{dir}}}" }
+    d:
+      - { when: "output.items.all(x, output.items.all(y, x + y > 0))", role: $END, prompt: "all" }
+      - { role: $END, prompt: "some" }
+    e:
+      - { when: "steps.w.missing.deeper == 1", role: $END, prompt: "deep" }
+      - { role: $END, prompt: "shallow" }
 """
 
 
@@ -541,6 +551,12 @@ graph:
     [
         ("D4 a guard that holds picks its edge", {"status": "b", "n": 3}, "Completed big"),
         ("D4b a guard that fails to evaluate suspends", {"status": "a", "n": 3}, "guard"),
+        ("D4b a guard reading a key the value lacks suspends", {"status": "e"}, "guard"),
+        (
+            "D4b a guard over its cost budget suspends without running",
+            {"status": "d", "items": list(range(1, 5001))},
+            "guard",
+        ),
         ("D4c no guard holds and no default", {"status": "b", "n": 1}, "graph"),
         ("D5b a location outside the workspace", {"status": "c", "dir": "../x"}, "graph"),
     ],

@@ -63,7 +63,8 @@ decide: on a thread that is not running                                      D1 
         else graph[last role][last status]; of a guarded list, the first edge whose CEL `when`
         holds, else the last (the default)
           no such edge                                                       D4 Record(Suspended: graph)
-          a guard fails to evaluate (a null compared, a wrong type)          D4b Record(Suspended: guard)
+          a guard fails to evaluate (a null compared, a wrong type), or would
+          cost more than its budget over these values (it is not run)        D4b Record(Suspended: guard)
           no guard holds and the last edge has one too                       D4c Record(Suspended: graph)
           its prompt (or location) does not render                           D5 Record(Suspended: template)
           its location is not a folder inside the workspace (absolute, `..`,

@@ -96,6 +96,8 @@ def evaluate(expression: str, names: dict[str, Any]) -> bool:
         context.add_variable(name, names.get(name, {}))
     try:
         value = program.execute(context)
+    except KeyError as exc:  # the package's word for a key the value does not have
+        raise GuardError(f"no such key: {exc.args[0]!r}" if exc.args else "no such key") from None
     except (TypeError, ValueError, RuntimeError) as exc:
         raise GuardError(str(exc).split("\n", 1)[0]) from None
     if not isinstance(value, bool):
