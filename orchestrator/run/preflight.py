@@ -215,6 +215,25 @@ def found_models() -> dict[str, Any] | None:
         raise SessionError(str(exc)) from None
 
 
+def check_graph(graph: Graph) -> None:
+    """A graph with lint errors is refused before anything is created (local or Temporal)."""
+    problems = lint(graph)
+    if has_errors(problems):
+        raise SessionError(
+            "the graph has errors; fix them before running (see `orchestrator validate`)",
+            usage=False,
+            problems=problems,
+        )
+
+
+def workspace_folder(workspace: str | os.PathLike[str] | None) -> Path:
+    """The thread's workspace, resolved (the current folder by default); it must be a folder."""
+    folder = Path(workspace or Path.cwd()).resolve()
+    if not folder.is_dir():
+        raise SessionError(f"the workspace {folder} is not a directory")
+    return folder
+
+
 def preflight(
     graph: Graph,
     *,
@@ -229,22 +248,14 @@ def preflight(
     starts no process): credentials exist for roles Claude plays, a cost limit has prices, a
     models file found here is announced, and a sandbox can be made for roles that need one. The
     workspace is a directory and the graph's `requires:` hold there."""
-    problems = lint(graph)
-    if has_errors(problems):
-        raise SessionError(
-            "the graph has errors; fix them before running (see `orchestrator validate`)",
-            usage=False,
-            problems=problems,
-        )
+    check_graph(graph)
     if not replay:
         check_credentials(graph)
         import_sdk_in_background(graph)  # while the thread is set up (run/warmup.py)
         check_prices(graph, model)
         if (found := found_models()) is not None:
             notify(announce_models_file(found))
-    folder = Path(workspace or Path.cwd()).resolve()
-    if not folder.is_dir():
-        raise SessionError(f"the workspace {folder} is not a directory")
+    folder = workspace_folder(workspace)
     unmet = failing(graph.requires, folder)
     if unmet:
         raise SessionError(

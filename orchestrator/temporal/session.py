@@ -45,7 +45,7 @@ from ..linter import lint
 from ..problems import GraphError, has_errors
 from ..recording import Recording, recording_from_events
 from ..run.options import ActorFor, RunOptions, ThreadResult
-from ..run.preflight import check_inputs
+from ..run.preflight import check_graph, check_inputs, workspace_folder
 from ..run.session import Notify, SessionError, Started
 from ..run.waiting import Question, answer_errors, question_of
 from ..spec.loader import load_graph
@@ -132,17 +132,8 @@ class TemporalSession:
             raise SessionError("--replay runs on this machine: drop --temporal to replay")
         if any(r.graph for r in graph.roles.values()):
             raise SessionError(NOT_ON_TEMPORAL, usage=False)
-        problems = lint(graph)
-        if has_errors(problems):
-            raise SessionError(
-                "the graph has errors; fix them before running (see `orchestrator validate`)",
-                usage=False,
-                problems=problems,
-            )
-        folder = Path(workspace or Path.cwd()).resolve()
-        if not folder.is_dir():
-            raise SessionError(f"the workspace {folder} is not a directory")
-        return folder
+        check_graph(graph)
+        return workspace_folder(workspace)
 
     def start(
         self,
