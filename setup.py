@@ -5,7 +5,7 @@ pyproject.toml can either find packages or list them, not both. The list is ever
 two data packages that live at the top of the repository, where users see them: `graphs/`
 (the bundled graphs, installed as `orchestrator._graphs`) and `roles/` (the bundled role
 library, installed as `orchestrator._roles`). pyproject.toml maps them with `package-dir`, and
-`orchestrator.spec.loader` reads them through `importlib.resources`, so an editable install and
+`orchestrator.definition.loader` reads them through `importlib.resources`, so an editable install and
 a plain `pip install .` find them the same way.
 """
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import run_thread
-from orchestrator.spec.models import McpServer
+from orchestrator.definition.models import McpServer
 from orchestrator.tools.mcp_client import ServerPool
 from orchestrator.tools.pytools import load_tool
 from orchestrator.tools.toolbox import ToolBox
@@ -205,7 +205,7 @@ def mcp_calls(folder: Path, calls: int, sandbox: bool) -> dict[str, float]:
 
 
 def _default() -> Any:
-    from orchestrator.spec.models import Sandbox  # why: only the sandboxed variant needs it
+    from orchestrator.definition.models import Sandbox  # why: only the sandboxed variant needs it
 
     return Sandbox()
 

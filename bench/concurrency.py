@@ -138,7 +138,7 @@ class ServerProcess:
 
 
 def load(folder: Path) -> Any:
-    from orchestrator.spec.loader import load_graph
+    from orchestrator.definition.loader import load_graph
 
     path = folder / "graphs" / "bench-concurrency.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from orchestrator import recording as rec
-from orchestrator.recording import RecordedStep, Recording, load_recording
+from orchestrator.actors.recording import RecordedStep, Recording, load_recording
+from orchestrator.replay import recording as rec
 
 
 def build(mb: float) -> Recording:

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import steps  # noqa: E402  (the same loop graph)
 
 from orchestrator.actors.base import ActReply, ActRequest  # noqa: E402
+from orchestrator.definition.loader import load_graph  # noqa: E402
 from orchestrator.run.options import RunOptions  # noqa: E402
 from orchestrator.run.session import Session  # noqa: E402
-from orchestrator.spec.loader import load_graph  # noqa: E402
 from orchestrator.store.sqlite import SqliteStore  # noqa: E402
 
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import yaml
 
+from orchestrator.definition.loader import build_graph, parse_yaml_file
 from orchestrator.linter import lint, lint_graph_file
-from orchestrator.spec.loader import build_graph, parse_yaml_file
 
 
 def role_yaml(graph: int, index: int) -> str:

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from orchestrator.actors.base import ActReply, ActRequest
+from orchestrator.definition.loader import load_graph
 from orchestrator.run.options import RunOptions
 from orchestrator.run.session import Session
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.memory import MemoryStore
 from orchestrator.store.sqlite import SqliteStore
 

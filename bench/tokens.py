@@ -30,9 +30,9 @@ from typing import Any
 
 from orchestrator import run_thread
 from orchestrator.core.events import StepCommitted
-from orchestrator.model_config import resolve_model
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.model_config import resolve_model
 from orchestrator.run.options import RunOptions
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse
 

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orchestrator.core.steps import thread_view
+from orchestrator.definition.loader import load_graph
 from orchestrator.render.diagram import Taken
-from orchestrator.spec.loader import load_graph
-from orchestrator.story import story_text
 from orchestrator.testing import reply, simulate
+from orchestrator.views.story import story_text
 from orchestrator.web.svg import to_svg
 from orchestrator.web.thread_page import thread_page
 
@@ -126,7 +126,7 @@ def main() -> None:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-        from orchestrator import telemetry
+        from orchestrator.run import telemetry
     except ImportError:
         print("\n(tracing: install the otel extra to measure it)")
         return

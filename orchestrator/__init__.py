@@ -36,10 +36,10 @@ __all__ = [
 
 _EXPORTS = {
     "ActorCall": "orchestrator.actors.python",
-    "load_graph": "orchestrator.spec.loader",
-    "Graph": "orchestrator.spec.models",
-    "GraphError": "orchestrator.problems",
-    "Problem": "orchestrator.problems",
+    "load_graph": "orchestrator.definition.loader",
+    "Graph": "orchestrator.definition.models",
+    "GraphError": "orchestrator.definition.problems",
+    "Problem": "orchestrator.definition.problems",
     "lint": "orchestrator.linter",
     "extract_output": "orchestrator.extract",
     "ExtractError": "orchestrator.extract",
@@ -62,9 +62,11 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from orchestrator.actors.python import ActorCall
     from orchestrator.core.outcomes import Refused
+    from orchestrator.definition.loader import load_graph
+    from orchestrator.definition.models import Graph
+    from orchestrator.definition.problems import GraphError, Problem
     from orchestrator.extract import ExtractError, Output, extract_output
     from orchestrator.linter import lint
-    from orchestrator.problems import GraphError, Problem
     from orchestrator.run.api import (
         ThreadInfo,
         answer_thread,
@@ -77,8 +79,6 @@ if TYPE_CHECKING:
     from orchestrator.run.options import ThreadResult
     from orchestrator.run.preflight import InputError
     from orchestrator.run.session import SessionError
-    from orchestrator.spec.loader import load_graph
-    from orchestrator.spec.models import Graph
     from orchestrator.store.base import StoreError, ThreadBusy
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from orchestrator.actors.anthropic import AnthropicActor
 from orchestrator.actors.base import ActReply, ActRequest, Attempt, HistoryItem, Visit
-from orchestrator.spec.models import Role
+from orchestrator.definition.models import Role
 from orchestrator.testing.fake_anthropic import FakeAnthropic
 
 TEST_KEY = "sk-test-not-a-real-key-7f3a9c"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -19,11 +19,11 @@ from typing import Any
 
 from orchestrator.actors.base import ActReply, ActRequest
 from orchestrator.actors.scripted import ScriptedActor
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import PythonActor
 from orchestrator.run.actors import default_actor_for
 from orchestrator.run.options import RunOptions, ThreadResult
 from orchestrator.run.session import Session
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import PythonActor
 from orchestrator.store.memory import MemoryStore
 from orchestrator.testing import reply
 from tests.solve_issue_scenario import sample_repo

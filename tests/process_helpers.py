@@ -43,7 +43,7 @@ COMMAND_ACTOR_STEP = (
     "import asyncio, sys\n"
     "from pathlib import Path\n"
     "from orchestrator.actors.command import CommandProcessActor\n"
-    "from orchestrator.spec.models import Role\n"
+    "from orchestrator.definition.models import Role\n"
     "from orchestrator.actors.base import ActRequest\n"
     "role = Role(description='d', goal='g', frontmatter={})\n"
     "agent = [sys.executable, *sys.argv[1:]]\n"

@@ -13,10 +13,10 @@ import pytest
 from orchestrator.actors.base import ActorError, ActRequest, Attempt, HumanNeeded
 from orchestrator.actors.command import CommandProcessActor, scrubbed_environment
 from orchestrator.actors.human import HumanActor
+from orchestrator.definition.model_config import resolve_model
+from orchestrator.definition.models import Graph
 from orchestrator.extract import extract_output
-from orchestrator.model_config import resolve_model
 from orchestrator.run.actors import model_settings
-from orchestrator.spec.models import Graph
 from tests.graphs_for_tests import REVIEW_LOOP
 
 

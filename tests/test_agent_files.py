@@ -21,9 +21,9 @@ from click.testing import CliRunner
 
 from orchestrator import run_thread
 from orchestrator.cli import cli
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.problems import GraphError
 from orchestrator.linter import lint
-from orchestrator.problems import GraphError
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
 from tests.anthropic_fixtures import fake_server
 

@@ -14,7 +14,7 @@ from orchestrator.core.events import ThreadCancelled
 from orchestrator.core.fold import apply, fold
 from orchestrator.core.outcomes import Refused, ResumeRequested
 from orchestrator.core.state import ThreadState
-from orchestrator.spec.models import Graph
+from orchestrator.definition.models import Graph
 from orchestrator.testing import reply, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
 

@@ -14,8 +14,8 @@ import pytest
 
 from orchestrator.actors.anthropic import AnthropicActor, with_breakpoints
 from orchestrator.actors.base import ActorError, Attempt, Visit
-from orchestrator.model_config import cost_usd
-from orchestrator.prompting import system_prompt, visit_message
+from orchestrator.actors.prompting import system_prompt, visit_message
+from orchestrator.definition.model_config import cost_usd
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse
 from tests.anthropic_fixtures import (
     READY,
@@ -363,7 +363,7 @@ def test_missing_key_is_a_clear_actor_error(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_importing_the_actor_does_not_import_the_sdk() -> None:
     code = (
-        "import sys, orchestrator.actors.anthropic, orchestrator.prompting, orchestrator.tools\n"
+        "import sys, orchestrator.actors.anthropic, orchestrator.actors.prompting, orchestrator.tools\n"
         "a = orchestrator.actors.anthropic.AnthropicActor(max_retries=1, timeout=5)\n"
         "print('anthropic' in sys.modules)\n"
     )

@@ -18,9 +18,9 @@ import pytest
 from orchestrator import run_thread
 from orchestrator.core.events import AttemptRejected, StepCommitted
 from orchestrator.core.outcomes import ResumeRequested
+from orchestrator.definition.models import Graph
 from orchestrator.run.options import RunOptions
 from orchestrator.run.runner import advance
-from orchestrator.spec.models import Graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse
 from tests.anthropic_fixtures import TEST_KEY, fake_server

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.actors.base import ActorError, ActReply, ActRequest
+from orchestrator.definition.models import Graph
 from orchestrator.run.batch import BatchInputError, read_batch, run_batch
-from orchestrator.spec.models import Graph
 from orchestrator.store.sqlite import SqliteStore
 from tests.graphs_for_tests import REVIEW_LOOP
 

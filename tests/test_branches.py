@@ -14,8 +14,8 @@ from orchestrator.actors.base import ActReply, ActRequest
 from orchestrator.actors.human import HumanActor
 from orchestrator.actors.scripted import ScriptedActor
 from orchestrator.core.events import BranchesStarted, StepCommitted, StepStarted
+from orchestrator.definition.loader import load_graph
 from orchestrator.run.session import Session
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.memory import MemoryStore
 from orchestrator.testing import reply, resume, simulate
 
@@ -254,7 +254,7 @@ def test_a_branch_waiting_for_a_person_lets_the_others_finish_then_the_thread_wa
 
 def test_a_graph_snapshot_with_fan_outs_reads_back_as_the_same_graph(graph_file: Path) -> None:
     """The store (and Temporal) keep a thread's graph as a snapshot; `as` must survive it."""
-    from orchestrator.spec.models import Graph
+    from orchestrator.definition.models import Graph
 
     graph = load_graph(graph_file)
     again = Graph.model_validate(graph.model_dump(mode="json"))

@@ -18,7 +18,7 @@ FORBIDDEN_OURS = (
     "orchestrator.cli",
     "orchestrator.session",
     "orchestrator.runner",
-    "orchestrator.workspace_git",
+    "orchestrator.vcs.worktrees",
 )
 
 

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from orchestrator.cli import cli
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.schema import graph_schema
 from orchestrator.linter import lint
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.schema import graph_schema
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "uwf"
 REPO = Path(__file__).resolve().parents[1]

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 import orchestrator.render
 from orchestrator.cli import cli
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph
 from orchestrator.render.diagram import Taken, to_dot, to_mermaid
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph
 from tests.dot_helpers import named
 
 DEBATE = """\

@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.core import engine
 from orchestrator.core.events import StepCommitted, ThreadStarted, event_from_dict
-from orchestrator.spec.models import Graph
+from orchestrator.definition.models import Graph
 from orchestrator.testing import reply, resume, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
 
@@ -353,7 +353,7 @@ def test_a_resume_message_survives_a_step_that_fails_again(loop: Graph) -> None:
 
 
 def test_the_message_of_a_resume_from_an_ending_is_not_an_input(loop: Graph) -> None:
-    from orchestrator.recording import recording_from_events
+    from orchestrator.actors.recording import recording_from_events
 
     trace = simulate(loop, [reply("stuck", question="what?")], inputs={"topic": "t"})
     trace = resume(trace, loop, [reply("stuck", question="again?")], message="FIRST")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.recording import RecordedAttempt, RecordedStep, Recording, load_recording
+from orchestrator.actors.recording import RecordedAttempt, RecordedStep, Recording, load_recording
 from tests.cli_helpers import LOOP_GRAPH, Project
 
 TRICKY = [

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph, Role
 from orchestrator.extract import (
     MAX_PREAMBLE_CHARS,
     MAX_PREAMBLE_LINES,
@@ -25,8 +27,6 @@ from orchestrator.extract import (
     extract_status_only,
     parse_reply,
 )
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph, Role
 
 GRAPH: Graph = load_graph(Path(__file__).parent / "replies" / "graph.yaml")
 PLANNER = GRAPH.roles["planner"]

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph
 from orchestrator.extract import ExtractError, extract_output
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph
 
 REPLIES = Path(__file__).parent / "replies"
 CASES: list[dict[str, Any]] = yaml.safe_load((REPLIES / "cases.yaml").read_text("utf-8"))

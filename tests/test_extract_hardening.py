@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from orchestrator import ExtractError, extract_output
-from orchestrator.spec.models import Role
+from orchestrator.definition.models import Role
 from orchestrator.testing import simulate
 
 SINGLE = {"type": "object", "properties": {"summary": {"type": "string"}}}

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator import ExtractError, Output, extract_output
-from orchestrator.spec.models import Role
+from orchestrator.definition.models import Role
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 SECONDS = 20.0  # per example: a hang guard, not a measurement

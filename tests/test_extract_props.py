@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph, Role
 from orchestrator.extract import ExtractError, Output, extract_output
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph, Role
 
 GRAPH: Graph = load_graph(Path(__file__).parent / "replies" / "graph.yaml")
 ROLES = sorted(GRAPH.roles)

@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator.spec.contract import derive_contract
-from orchestrator.spec.fastcheck import compile_fast_check
-from orchestrator.spec.validator import compile_validator
+from orchestrator.definition.contract import derive_contract
+from orchestrator.definition.fastcheck import compile_fast_check
+from orchestrator.definition.validator import compile_validator
 
 SCHEMAS: list[dict[str, Any]] = [
     {

@@ -43,9 +43,9 @@ from orchestrator.core.events import (
     ThreadSuspended,
 )
 from orchestrator.core.outcomes import ResumeRequested
+from orchestrator.definition.models import Graph
 from orchestrator.run.options import ActorFor, RunOptions, ThreadResult
 from orchestrator.run.runner import advance
-from orchestrator.spec.models import Graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse
 from tests.anthropic_fixtures import fake_server

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.recording import recording_from_events
+from orchestrator.actors.recording import recording_from_events
+from orchestrator.definition.models import Graph
 from orchestrator.replay import replay_recording
-from orchestrator.spec.models import Graph
 from orchestrator.testing import reply, resume, simulate
 from tests.cli_helpers import Project
 

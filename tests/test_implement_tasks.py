@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.actors.scripted import ScriptedActor
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import PythonActor
 from orchestrator.run.actors import default_actor_for
 from orchestrator.run.options import RunOptions
 from orchestrator.run.session import Session
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import PythonActor
 from orchestrator.store.memory import MemoryStore
 from orchestrator.testing import reply
 
@@ -133,7 +133,7 @@ def test_the_readme_replay_of_the_recorded_loop_completes(tmp_path: Path) -> Non
 
 
 def test_roles_says_the_solve_role_is_played_by_a_solve_issue_thread() -> None:
-    from orchestrator.spec.catalog import graph_roles
+    from orchestrator.definition.catalog import graph_roles
 
     actors = {entry.name: entry.actor for entry in graph_roles(load_graph("implement-tasks"))}
     assert actors["solve"] == "graph: solve-issue"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator import run_thread
+from orchestrator.definition.loader import load_graph
 from orchestrator.run.preflight import InputError
 from orchestrator.run.session import Session, SessionError
-from orchestrator.spec.loader import load_graph
 from orchestrator.store import MemoryStore
 from tests.cli_helpers import LOOP_GRAPH, Project
 

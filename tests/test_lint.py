@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import orchestrator
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.problems import Problem
 from orchestrator.linter import CODES, lint, lint_graph_file, lint_role_file
-from orchestrator.problems import Problem
-from orchestrator.spec.loader import load_graph
 
 CASES = Path(__file__).parent / "lint_cases"
 CLEAN = CASES / "clean-reference.yaml"

@@ -88,7 +88,7 @@ def test_a_frontmatter_name_comes_before_another_file_s_stem(repo: Path) -> None
     agent(repo, "y", "name: x\ndescription: the named one\ntools: Read\n", "Named.\n")
     path = repo / "graphs" / "review.yaml"
     path.write_text(graph_text("claude:x"))
-    from orchestrator.spec.loader import load_graph  # the loaded role, for its goal
+    from orchestrator.definition.loader import load_graph  # the loaded role, for its goal
 
     assert load_graph(path).roles["reviewer"].goal == "Named.\n"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
+from orchestrator.definition.problems import Problem
+from orchestrator.definition.schema import graph_schema
 from orchestrator.linter import lint_graph_file
-from orchestrator.problems import Problem
-from orchestrator.spec.schema import graph_schema
 
 ROLES = """
 roles:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.definition.problems import Problem
 from orchestrator.linter import lint_graph_file
-from orchestrator.problems import Problem
 
 ROLES = """
 roles:
@@ -312,7 +312,7 @@ graph:
 
 
 def test_a_failing_guard_on_a_fan_out_names_no_none(tmp_path: Path) -> None:
-    from orchestrator.spec.loader import load_graph  # the engine's part: only for this test
+    from orchestrator.definition.loader import load_graph  # the engine's part: only for this test
     from orchestrator.testing import reply, simulate
 
     assert codes(lint_text(tmp_path, FAN_OUT_GUARDED)) == ["guard-type"]  # and g.yaml is written

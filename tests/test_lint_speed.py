@@ -16,11 +16,11 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.cli import validate as validate_cli
+from orchestrator.definition.loader import build_graph, parse_yaml_file
+from orchestrator.definition.models import END, RESUME, START, Graph
+from orchestrator.definition.problems import Problem
 from orchestrator.linter import dataflow, fanout, lint, scope, templates
 from orchestrator.linter.view import EdgeKind, GraphView, ResolvedEdge
-from orchestrator.problems import Problem
-from orchestrator.spec.loader import build_graph, parse_yaml_file
-from orchestrator.spec.models import END, RESUME, START, Graph
 
 # --------------------------------------------------------------------------- the old algorithm
 

@@ -21,8 +21,8 @@ from orchestrator.cli.drive import choose_view
 from orchestrator.cli.live import LiveView, back_edges, clock_text, live_possible
 from orchestrator.core.engine import apply
 from orchestrator.core.state import ThreadState
+from orchestrator.definition.loader import load_graph
 from orchestrator.run.options import RunOptions
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.base import StoredEvent
 from orchestrator.testing import reply, simulate
 from tests.solve_issue_scenario import RECORDING, REPO

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.problems import GraphError, Problem
-from orchestrator.spec.loader import load_graph, load_role
+from orchestrator.definition.loader import load_graph, load_role
+from orchestrator.definition.problems import GraphError, Problem
 
 GRAPH = """\
 name: tiny

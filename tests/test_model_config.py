@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.actors.base import Usage
-from orchestrator.model_config import (
+from orchestrator.definition.model_config import (
     ModelConfigError,
     config_path,
     cost_usd,

@@ -44,8 +44,8 @@ from orchestrator.core.outcomes import (
     ResumeRequested,
 )
 from orchestrator.core.state import HISTORY_LIMIT, ThreadState
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph
 from orchestrator.testing import reply
 
 GRAPH = """

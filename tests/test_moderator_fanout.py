@@ -30,8 +30,8 @@ from orchestrator.core.events import (
 )
 from orchestrator.core.outcomes import ActorFailed, ChildEnded, Replied, ResumeRequested
 from orchestrator.core.state import ThreadState
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph
 from orchestrator.testing import reply
 
 CHILD = """

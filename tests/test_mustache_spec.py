@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.templates import TemplateSyntaxError, render
+from orchestrator.core.templates import TemplateSyntaxError, render
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "mustache-spec"
 SUITES = ("interpolation", "sections", "inverted", "comments", "delimiters")

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from orchestrator.actors.base import Attempt, HistoryItem
-from orchestrator.prompting import (
+from orchestrator.actors.prompting import (
     deliverable_format,
     render_history,
     repair_message,
@@ -83,8 +83,8 @@ def test_system_prompt_is_stable_across_processes(tmp_path: Path) -> None:
     """Byte-identical for any hash seed: no set or dict-order surprises break the cache."""
     script = (
         "import json, sys\n"
-        "from orchestrator.spec.models import Role\n"
-        "from orchestrator.prompting import system_prompt\n"
+        "from orchestrator.definition.models import Role\n"
+        "from orchestrator.actors.prompting import system_prompt\n"
         "role = Role(**json.loads(sys.argv[1]))\n"
         "sys.stdout.write(system_prompt(role, 'reviewer'))\n"
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.recording import recording_from_events
+from orchestrator.actors.recording import recording_from_events
 from orchestrator.testing import reply, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
 
@@ -69,7 +69,7 @@ def change_graph(pytester: pytest.Pytester, old: str, new: str) -> None:
 def test_plugin_is_registered_through_the_entry_point(pytester: pytest.Pytester) -> None:
     config = pytester.parseconfig()
     plugin = config.pluginmanager.get_plugin("orchestrator")
-    assert plugin is not None and plugin.__name__ == "orchestrator.pytest_plugin"
+    assert plugin is not None and plugin.__name__ == "orchestrator.testing.pytest_plugin"
     assert config.getini("orchestrator_recordings") == []
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator import run_thread
+from orchestrator.actors.recording import recording_from_events
 from orchestrator.core.events import StepCommitted
+from orchestrator.definition.loader import load_graph
 from orchestrator.linter import lint_graph_file
-from orchestrator.recording import recording_from_events
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
 
 GRAPH = """\

@@ -101,7 +101,7 @@ def test_docstrings_give_the_descriptions() -> None:
 
 def test_load_tool_refuses_star_arguments(tmp_path: Path) -> None:
     (tmp_path / "stars.py").write_text("def f(*args):\n    '''x'''\n")
-    from orchestrator.pyref import PyRefError  # why: only this test needs it
+    from orchestrator.definition.pyref import PyRefError  # why: only this test needs it
 
     with pytest.raises(PyRefError, match="ordinary named parameter"):
         load_tool("stars:f", str(tmp_path))

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.recording import (
+from orchestrator.actors.recording import (
     RECORDING_VERSION,
     RecordingError,
     load_recording,
     parse_recording,
     recording_from_events,
 )
+from orchestrator.definition.models import Graph
 from orchestrator.replay import replay_recording
-from orchestrator.spec.models import Graph
 from orchestrator.testing import reply, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
 

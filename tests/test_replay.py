@@ -11,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.recording import RecordedAttempt, RecordedStep, Recording, recording_from_events
+from orchestrator.actors.recording import (
+    RecordedAttempt,
+    RecordedStep,
+    Recording,
+    recording_from_events,
+)
+from orchestrator.definition.models import Graph
 from orchestrator.replay import coverage, edges_taken, replay_recording
-from orchestrator.spec.models import Graph
 from orchestrator.testing import Trace, reply, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
 

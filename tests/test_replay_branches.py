@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.recording import load_recording
+from orchestrator.actors.recording import load_recording
 from orchestrator.replay import replay_recording
 from orchestrator.run.session import Session
 from orchestrator.testing import reply, simulate

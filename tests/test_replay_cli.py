@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.recording import recording_from_events
+from orchestrator.actors.recording import recording_from_events
 from orchestrator.testing import reply, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
 

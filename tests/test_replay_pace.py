@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from orchestrator import get_thread, run_thread
-from orchestrator.recording import (
+from orchestrator.actors.recording import (
     RecordedStep,
     ReplayActor,
     load_recording,

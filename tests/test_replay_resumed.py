@@ -12,10 +12,10 @@ import yaml
 from click.testing import CliRunner
 
 from orchestrator import run_thread
+from orchestrator.actors.recording import Recording, parse_recording, recording_from_events
 from orchestrator.cli import cli
-from orchestrator.recording import Recording, parse_recording, recording_from_events
+from orchestrator.definition.models import Graph
 from orchestrator.replay import coverage, replay_recording
-from orchestrator.spec.models import Graph
 from orchestrator.testing import reply, resume, simulate
 from tests.graphs_for_tests import REVIEW_LOOP
 

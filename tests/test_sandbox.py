@@ -28,7 +28,7 @@ import pytest
 
 from orchestrator.actors.base import ActorError, ActRequest
 from orchestrator.actors.command import CommandProcessActor
-from orchestrator.spec.models import Graph, Role, Sandbox
+from orchestrator.definition.models import Graph, Role, Sandbox
 from orchestrator.tools import Workspace
 from orchestrator.tools import sandbox as sandboxing
 from orchestrator.tools.boundary import at_start
@@ -81,7 +81,7 @@ import asyncio, json, sys
 from pathlib import Path
 from orchestrator.actors.base import ActRequest
 from orchestrator.actors.command import CommandProcessActor
-from orchestrator.spec.models import Role, Sandbox
+from orchestrator.definition.models import Role, Sandbox
 from orchestrator.tools import Workspace
 from orchestrator.tools.shell import Shell
 kind, ws, sandbox, payload = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
@@ -495,7 +495,7 @@ def test_the_role_setting_loads(make_graph: Callable[..., Graph], tmp_path: Path
     "bad", ["sandbox: on", "sandbox: { writable: [relative/path] }", "sandbox: { net: true }"]
 )
 def test_the_role_setting_rejects_mistakes(bad: str, write_graph: Callable[..., Path]) -> None:
-    from orchestrator.spec.loader import GraphError, load_graph
+    from orchestrator.definition.loader import GraphError, load_graph
 
     with pytest.raises(GraphError):
         load_graph(write_graph(SANDBOXED.replace("SANDBOX", bad)))

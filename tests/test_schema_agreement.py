@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from orchestrator.definition.schema import graph_schema
+from orchestrator.definition.yamlpos import YamlSyntaxError, load_yaml
 from orchestrator.linter import CODES, lint_graph_file
-from orchestrator.spec.schema import graph_schema
-from orchestrator.spec.yamlpos import YamlSyntaxError, load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "uwf"  # shared/ sits beside the checkout

@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.actors.base import ActorError, ActRequest
 from orchestrator.actors.command import CommandProcessActor, scrubbed_environment
-from orchestrator.spec.models import Role
+from orchestrator.definition.models import Role
 from orchestrator.tools import ToolBox, Workspace
 from orchestrator.tools.scrub import REDACTED, Secrets, is_secret_name, safe_environment
 from orchestrator.tools.shell import Shell

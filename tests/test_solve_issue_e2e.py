@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from orchestrator.actors.recording import load_recording
 from orchestrator.cli import cli
 from orchestrator.core.steps import thread_view
-from orchestrator.recording import load_recording
-from orchestrator.spec.loader import load_graph
+from orchestrator.definition.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing import reply, simulate
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse

@@ -17,9 +17,9 @@ from typing import Any
 from orchestrator.actors.base import ActReply, ActRequest
 from orchestrator.core.events import StepStarted, ThreadStarted, ThreadStatus
 from orchestrator.core.state import ThreadSummary
+from orchestrator.definition.loader import load_graph
 from orchestrator.run.options import RunOptions
 from orchestrator.run.session import Session
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.store.writer import Writer
 

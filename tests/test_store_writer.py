@@ -15,8 +15,8 @@ import pytest
 
 from orchestrator.core.events import StepStarted, ThreadStarted, ThreadStatus
 from orchestrator.core.state import ThreadSummary
+from orchestrator.definition.loader import load_graph
 from orchestrator.run.runner import may_defer
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.base import ThreadBusy
 from orchestrator.store.sqlite import SqliteStore
 

@@ -12,9 +12,9 @@ import pytest
 from orchestrator import run_thread
 from orchestrator.actors.human import HumanActor
 from orchestrator.actors.scripted import ScriptedActor
+from orchestrator.definition.loader import load_graph
 from orchestrator.run.options import RunOptions
 from orchestrator.run.session import Session
-from orchestrator.spec.loader import load_graph
 from orchestrator.store.memory import MemoryStore
 from orchestrator.testing import reply, resume, simulate
 
@@ -193,7 +193,7 @@ def test_cancelling_the_parent_cancels_its_waiting_child(graphs: Path, tmp_path:
 
 
 def test_unknown_graph_and_graph_cycle_are_reported_at_the_role(tmp_path: Path) -> None:
-    from orchestrator.problems import GraphError
+    from orchestrator.definition.problems import GraphError
 
     (tmp_path / "a.yaml").write_text(PARENT.replace("graph: child", "graph: nowhere"))
     with pytest.raises(GraphError) as err:

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from orchestrator import get_thread, run_thread, telemetry
+from orchestrator import get_thread, run_thread
+from orchestrator.run import telemetry
 from tests.anthropic_fixtures import fake_server
 from tests.test_live_progress import GRAPH
 

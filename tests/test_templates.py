@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.templates import (
+from orchestrator.core.templates import (
     TemplateEmptyError,
     TemplateSyntaxError,
     TemplateVarError,

@@ -27,9 +27,9 @@ from tests.temporal_helpers import require_extra
 
 require_extra()
 
-from orchestrator.story import story_json  # noqa: E402  (after the check above)
 from orchestrator.temporal.session import TemporalSession  # noqa: E402
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse  # noqa: E402
+from orchestrator.views.story import story_json  # noqa: E402  (after the check above)
 from tests.anthropic_fixtures import TEST_KEY  # noqa: E402
 from tests.cli_helpers import Project  # noqa: E402
 from tests.process_helpers import wait_until  # noqa: E402
@@ -418,7 +418,7 @@ def test_a_step_whose_worker_is_killed_runs_again_on_another(
 
 
 def test_two_workers_share_twenty_threads(cluster: Cluster, claude: Claude) -> None:
-    from orchestrator.spec.loader import load_graph
+    from orchestrator.definition.loader import load_graph
 
     claude.latency = 0.05
     cluster.worker()

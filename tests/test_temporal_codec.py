@@ -21,9 +21,9 @@ from orchestrator.core.outcomes import (
     Replied,
     ResumeRequested,
 )
+from orchestrator.definition.models import Graph
 from orchestrator.run.memory import SessionMemory
 from orchestrator.run.step import plan_step
-from orchestrator.spec.models import Graph
 from orchestrator.temporal.codec import (
     graph_from_snapshot,
     outcome_from_dict,

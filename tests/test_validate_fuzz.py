@@ -458,7 +458,7 @@ def test_real_command_on_a_folder_of_broken_files(tmp_path: Path) -> None:
 def _schemas() -> st.SearchStrategy[Any]:
     """JSON Schemas built from the keywords the fast path knows: mostly well-formed, so that the
     fast path vouches for many, with a few malformed values mixed in."""
-    from orchestrator.spec.metaschema import KEYWORDS
+    from orchestrator.definition.metaschema import KEYWORDS
 
     names = st.text(alphabet="ab$_", min_size=1, max_size=4)
     good_types = st.sampled_from(["string", "integer", "object", "array", "null", "boolean"])
@@ -510,7 +510,7 @@ def test_the_schema_fast_path_agrees_with_the_metaschema(schema: Any) -> None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
-    from orchestrator.spec.metaschema import (
+    from orchestrator.definition.metaschema import (
         SchemaProblem,
         _check_numbers,
         _surely_valid,

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.problems import GraphError, Problem
-from orchestrator.spec import yamlpos
-from orchestrator.spec.loader import load_graph
+from orchestrator.definition import yamlpos
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.problems import GraphError, Problem
 
 GRAPH = """\
 name: g

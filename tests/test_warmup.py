@@ -14,7 +14,7 @@ PROBE = """
 import sys, time
 from pathlib import Path
 from orchestrator.run.session import Session
-from orchestrator.spec.loader import load_graph
+from orchestrator.definition.loader import load_graph
 from orchestrator.store.memory import MemoryStore
 graph = load_graph(Path(sys.argv[1]))
 assert "anthropic" not in sys.modules

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from orchestrator.definition.loader import load_graph
 from orchestrator.render.diagram import Taken
 from orchestrator.run.waiting import Question
-from orchestrator.spec.loader import load_graph
 from orchestrator.web.answer_form import answer_forms, reply_from_form
 from orchestrator.web.html import pre
 from orchestrator.web.svg import back_edges, layout, ranks_of, to_svg

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from orchestrator.cli import cli
-from orchestrator.spec.loader import load_graph
+from orchestrator.definition.loader import load_graph
 from orchestrator.store.sqlite import SqliteStore
-from orchestrator.workspace_git import (
+from orchestrator.vcs.worktrees import (
     Worktree,
     WorktreeError,
     commit_message,

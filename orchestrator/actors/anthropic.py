@@ -42,14 +42,14 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..model_config import ModelConfigError, cost_usd, resolve_model
-from ..prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_message
+from ..definition.model_config import ModelConfigError, cost_usd, resolve_model
 from ..tools import ToolBox, tool_definitions
 from ..tools.role_tools import ToolSetupFailed, extra_tools
 from ..tools.scrub import Secrets, redact_url_credentials
 from ..tools.toolbox import ExtraTool
 from .base import ActorError, ActReply, ActRequest, Usage
 from .progress import StepProgress
+from .prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_message
 from .shrink import shrink_conversation, too_long
 
 if TYPE_CHECKING:

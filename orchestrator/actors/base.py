@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.events import SuspendKind
-from ..spec.models import Role
+from ..definition.models import Role
 from .progress import OnProgress
 
 if TYPE_CHECKING:

@@ -31,10 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..prompting import repair_message, system_prompt, visit_message
 from ..tools import sandbox as sandboxing
 from ..tools.scrub import Secrets, safe_environment
 from .base import ActorError, ActReply, ActRequest, Usage
+from .prompting import repair_message, system_prompt, visit_message
 
 # Our tool sets as Claude Code's tools.
 TOOLS: dict[str, tuple[str, ...]] = {

@@ -28,10 +28,10 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..prompting import repair_message, system_prompt, visit_message
 from ..tools import sandbox as sandboxing
 from ..tools.scrub import Secrets, safe_environment
 from .base import ActorError, ActReply, ActRequest
+from .prompting import repair_message, system_prompt, visit_message
 
 
 def scrubbed_environment(passed: Iterable[str] = ()) -> dict[str, str]:

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..definition.yamlpos import typed_value
 from ..extract import format_reply
-from ..spec.yamlpos import typed_value
 from .base import ActReply, ActRequest, HumanNeeded
 
 Ask = Callable[[str], str]

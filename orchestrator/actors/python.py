@@ -12,7 +12,7 @@ for `threads show --full` and `--json`. A sync function runs in a worker thread,
 being renewed while it works. A replay never calls the function: recorded replies stand in.
 
 The module is imported from the graph's folder (or from the installed packages) by
-`orchestrator.pyref`, which keeps one graph's modules out of the next graph's way.
+`orchestrator.definition.pyref`, which keeps one graph's modules out of the next graph's way.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.events import SuspendKind
+from ..definition.pyref import PyRefError, load
+from ..definition.reserved import SINGLE_EXIT
 from ..extract import format_reply
-from ..pyref import PyRefError, load
-from ..spec.reserved import SINGLE_EXIT
 from ..tools.scrub import Secrets
 from .base import ActorError, ActReply, ActRequest, Attempt, HistoryItem
 

@@ -10,12 +10,12 @@ from typing import Any
 import click
 
 from ..core.events import ThreadStatus
-from ..ledger import money
-from ..plural import plural
+from ..core.ledger import money
+from ..definition.models import Graph
 from ..run.batch import BatchInputError, BatchItem, read_batch, run_batch
 from ..run.options import RunOptions
 from ..run.session import Session, SessionError
-from ..spec.models import Graph
+from ..views.plural import plural
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
 from .session import fail_session
 

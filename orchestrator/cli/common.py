@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..input_files import MAX_FILE, FileRefused, read_regular_file
+from ..run.input_files import MAX_FILE, FileRefused, read_regular_file
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
 
@@ -40,8 +40,8 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def load_graph_or_exit(arg: str) -> Any:
     """Load a graph; print its problems and exit 2 when it cannot be loaded."""
     # deferred: every command imports this module; only some need graphs (pydantic and all)
-    from ..problems import GraphError
-    from ..spec.loader import load_graph
+    from ..definition.loader import load_graph
+    from ..definition.problems import GraphError
 
     try:
         return load_graph(arg)
@@ -97,7 +97,7 @@ def decode_text(data: bytes, where: str) -> str:
 def typed_inputs(schema: dict[str, Any], raw: dict[str, str]) -> dict[str, Any]:
     """Inputs whose declared type is not string are read as YAML (numbers, lists, booleans)."""
     # deferred: every command imports this module; only some need YAML
-    from ..spec.yamlpos import typed_value
+    from ..definition.yamlpos import typed_value
 
     return {key: typed_value(value, input_schema_of(schema, key)) for key, value in raw.items()}
 

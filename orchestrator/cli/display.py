@@ -15,10 +15,10 @@ from ..core.events import (
     ThreadResumed,
     ThreadSuspended,
 )
+from ..core.ledger import money, tokens
 from ..core.state import ThreadState
-from ..ledger import money, tokens
-from ..plural import plural
 from ..store.base import StoredEvent
+from ..views.plural import plural
 
 
 def json_line(stored: StoredEvent, thread_id: str) -> str:

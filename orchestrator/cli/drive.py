@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..actors.recording import Recording
 from ..core.events import ThreadStatus
 from ..core.outcomes import Outcome, Refused, ResumeRequested
-from ..plural import plural
-from ..recording import Recording
+from ..definition.models import Graph
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import SessionError
 from ..run.waiting import Question
-from ..spec.models import Graph
 from ..store.base import StoreError, ThreadBusy
+from ..views.plural import plural
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
 from .display import PlainPrinter, json_line
 from .live import LiveView, live_possible

@@ -16,10 +16,10 @@ from typing import NoReturn
 
 import click
 
+from ..definition.loader import load_graph
+from ..definition.problems import GraphError, did_you_mean
 from ..extract import ExtractError, extract_output
-from ..input_files import FileRefused, read_regular_file
-from ..problems import GraphError, did_you_mean
-from ..spec.loader import load_graph
+from ..run.input_files import FileRefused, read_regular_file
 
 
 def _fail(message: str, code: int) -> NoReturn:

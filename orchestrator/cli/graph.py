@@ -41,8 +41,8 @@ def graph(graph_arg: str, fmt: str, thread_id: str | None, store_dir: Path | Non
 def _load(arg: str) -> Any:
     """The graph, or its problems on stderr and exit 2 (unreadable) or 1 (invalid)."""
     # deferred: `orchestrator graph --help` loads no graph machinery
-    from ..problems import GraphError
-    from ..spec.loader import load_graph
+    from ..definition.loader import load_graph
+    from ..definition.problems import GraphError
 
     try:
         return load_graph(arg)

@@ -10,8 +10,8 @@ import click
 from ..actors.base import Attempt
 from ..actors.human import HumanActor
 from ..core.outcomes import Refused
+from ..definition.models import Graph
 from ..run.waiting import Question
-from ..spec.models import Graph
 from .common import EXIT_USAGE, EXIT_WAITING, fail
 from .terminal import neutralise
 

@@ -43,9 +43,9 @@ from ..core.events import (
     ThreadResumed,
     ThreadSuspended,
 )
+from ..core.ledger import money, tokens
 from ..core.state import ThreadState
-from ..ledger import money, tokens
-from ..spec.models import END, START
+from ..definition.models import END, START
 from ..store.base import StoredEvent
 from .display import child_line, describe, step_facts
 from .terminal import neutralise, raw

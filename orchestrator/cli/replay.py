@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from ..plural import noun, plural
+from ..views.plural import noun, plural
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, load_graph_or_exit
 
 
@@ -29,7 +29,7 @@ def recording_paths(args: tuple[str, ...]) -> tuple[list[Path], list[str]]:
     Returns the paths and the errors (a missing path, a folder without recordings).
     """
     # deferred: `orchestrator replay --help` loads no engine
-    from ..recording import recordings_under
+    from ..actors.recording import recordings_under
 
     paths: list[Path] = []
     errors: list[str] = []
@@ -76,7 +76,7 @@ def replay(
     Exit codes: 0 all take the same route, 1 one diverges, 2 unreadable graph or recording.
     """
     # deferred: `orchestrator replay --help` loads no engine
-    from ..recording import RecordingError, load_recording
+    from ..actors.recording import RecordingError, load_recording
 
     graph = load_graph_or_exit(graph_arg)
     files, errors = recording_paths(paths)

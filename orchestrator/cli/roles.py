@@ -28,7 +28,7 @@ from .terminal import neutralise, raw
 def roles(graph_arg: str | None, fmt: str) -> None:
     """List the roles of GRAPH (a path or a name), or those a graph here could extend."""
     # deferred: `orchestrator roles --help` loads no graph machinery
-    from ..spec.catalog import available_roles, graph_roles
+    from ..definition.catalog import available_roles, graph_roles
 
     entries = graph_roles(load_graph_or_exit(graph_arg)) if graph_arg else available_roles()
     if fmt == "json":

@@ -9,12 +9,12 @@ from typing import Any
 
 import click
 
+from ..actors.recording import Recording, RecordingError, load_recording
 from ..core.events import ThreadStatus
-from ..recording import Recording, RecordingError, load_recording
+from ..definition.models import Graph
 from ..run.options import RunOptions, ThreadResult
 from ..run.preflight import InputError
 from ..run.session import Session, SessionError, Started
-from ..spec.models import Graph
 from .batch import run_batch_command
 from .common import (
     EXIT_OK,

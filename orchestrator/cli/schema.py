@@ -8,6 +8,6 @@ import click
 @click.command("schema")
 def schema() -> None:
     """Print the JSON Schema of graph files (docs/graph.schema.json holds a copy)."""
-    from ..spec.schema import graph_schema_text  # deferred: `schema --help` loads no pydantic
+    from ..definition.schema import graph_schema_text  # deferred: `schema --help` loads no pydantic
 
     click.echo(graph_schema_text(), nl=False)

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core.events import ThreadStatus
+from ..core.ledger import money
 from ..core.outcomes import Answered, Refused, ResumeRequested
+from ..definition.models import Graph
+from ..definition.problems import GraphError
+from ..definition.yamlpos import typed_value
 from ..extract import format_reply
-from ..ledger import money
-from ..plural import plural
-from ..problems import GraphError
 from ..run.options import RunOptions
 from ..run.session import SessionError
-from ..spec.models import Graph
-from ..spec.yamlpos import typed_value
 from ..store.base import StoredEvent, ThreadRow
-from ..story import story_json, story_text
+from ..views.plural import plural
+from ..views.story import story_json, story_text
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,

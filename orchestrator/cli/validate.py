@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from ..problems import Problem
+from ..definition.problems import Problem
 
 GRAPH_SUFFIXES = (".yaml", ".yml")
 ROLE_SUFFIXES = (".yaml", ".yml", ".md")
@@ -140,8 +140,8 @@ def by_name(path: Path) -> Path | Problem:
     """A graph named as `run` takes it (`solve-issue`: ./graphs/ first, then the bundled
     graphs), or why not. Anything that looks like a path is a missing file."""
     # deferred: the loader is only needed when a name is given
-    from ..problems import GraphError
-    from ..spec.loader import resolve_graph_path
+    from ..definition.loader import resolve_graph_path
+    from ..definition.problems import GraphError
 
     arg = str(path)
     if len(path.parts) > 1 or path.suffix in GRAPH_SUFFIXES:

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from ..plural import plural
 from ..run.session import SessionError
+from ..views.plural import plural
 from .common import EXIT_OK, EXIT_USAGE, fail
 from .session import fail_session
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..spec.models import Graph
+from ..definition.models import Graph
 from .engine import judge
 from .outcomes import CancelRequested, Refused, ResumeRequested
 from .state import ThreadState

@@ -6,8 +6,8 @@ Pure functions of the state; the rules they apply are listed in engine.py's theo
 
 from __future__ import annotations
 
+from ..definition.models import Role
 from ..extract import ExtractError, Output, extract_output
-from ..spec.models import Role
 from .commands import Limits, Record
 from .events import SuspendKind, ThreadSuspended
 from .state import ThreadState

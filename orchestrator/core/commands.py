@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..spec.models import Graph
+from ..definition.models import Graph
 from .events import Event, ThreadStatus
 
 

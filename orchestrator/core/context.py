@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.models import START, Graph
+from ..definition.models import START, Graph
 from .state import Step, ThreadState
 
 

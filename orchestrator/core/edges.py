@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.models import RESUME, START, Edge, Graph, Target
-from ..templates import (
+from ..definition.models import RESUME, START, Edge, Graph, Target
+from .checks import location_problem, suspend
+from .commands import Record
+from .events import SuspendKind
+from .templates import (
     TemplateEmptyError,
     TemplateSyntaxError,
     TemplateVarError,
     render_prompt,
     variables,
 )
-from .checks import location_problem, suspend
-from .commands import Record
-from .events import SuspendKind
 
 Rendered = tuple[str, str | None, dict[str, str] | None]  # prompt, location, subgraph inputs
 

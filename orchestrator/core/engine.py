@@ -128,8 +128,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..definition.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph, Join
 from ..extract import ExtractError
-from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph, Join
 from . import fanout
 from .checks import (
     KEPT_OF_A_HUGE_REPLY,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.models import Edge, Graph, Target
+from ..definition.models import Edge, Graph, Target
 from .checks import suspend
 from .commands import Command, Idle, Limits, Record, RunBranches, RunStep
 from .context import output_with_nulls

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..spec.models import RESUME, START, Graph
+from ..definition.models import RESUME, START, Graph
 from .edges import needs_message
 from .events import ThreadResumed, ThreadStatus
 from .outcomes import Refused, ResumeRequested

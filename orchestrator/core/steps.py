@@ -21,8 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from ..ledger import TOKEN_KEYS
-from ..spec.models import END, SINGLE_EXIT, START
+from ..definition.models import END, SINGLE_EXIT, START
 from .engine import fold
 from .events import (
     AttemptRejected,
@@ -36,6 +35,7 @@ from .events import (
     ThreadResumed,
     ThreadSuspended,
 )
+from .ledger import TOKEN_KEYS
 from .state import ThreadState
 
 EdgeKey = tuple[str, str, str]  # (source, status, target)

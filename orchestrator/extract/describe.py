@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..spec.contract import StatusContract
-from ..spec.models import SINGLE_EXIT
+from ..definition.contract import StatusContract
+from ..definition.models import SINGLE_EXIT
 from .status import allowed
 from .wording import expected_types, show
 
 if TYPE_CHECKING:
-    from ..spec.models import Role
+    from ..definition.models import Role
 
 
 def _describe_type(schema: Any) -> str:

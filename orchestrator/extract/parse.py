@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..spec.yamlpos import Yaml12Loader, too_deep_for_libyaml
+from ..definition.yamlpos import Yaml12Loader, too_deep_for_libyaml
 from .locate import body, locate, normalize
 from .output import ExtractError
 from .wording import an, clip, code, json_type, show

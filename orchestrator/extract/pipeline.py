@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ..spec.contract import STATUS_KEY
-from ..spec.models import SUSPEND
+from ..definition.contract import STATUS_KEY
+from ..definition.models import SUSPEND
 from .locate import MAX_PREAMBLE_LINES, STATUS_LINE, late_block_line, next_nonblank, normalize
 from .output import ExtractError, Output
 from .parse import parse_reply
@@ -17,8 +17,8 @@ from .validate import validate
 from .wording import code
 
 if TYPE_CHECKING:
-    from ..spec.contract import Contract
-    from ..spec.models import Role
+    from ..definition.contract import Contract
+    from ..definition.models import Role
 
 
 def format_reply(status: str | None, fields: Mapping[str, Any], body: str = "") -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.contract import STATUS_KEY, Contract, StatusContract
-from ..spec.models import SINGLE_EXIT, SUSPEND
+from ..definition.contract import STATUS_KEY, Contract, StatusContract
+from ..definition.models import SINGLE_EXIT, SUSPEND
 from .output import ExtractError, Output
 from .wording import an, clip, code, json_type, show, suggest
 

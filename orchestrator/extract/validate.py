@@ -14,10 +14,10 @@ from typing import Any
 from jsonschema.exceptions import ValidationError
 from referencing.exceptions import Unresolvable
 
-from ..problems import did_you_mean
-from ..spec.contract import STATUS_KEY, StatusContract
-from ..spec.patterns import PatternUnusable, search
-from ..spec.validator import refused_ref
+from ..definition.contract import STATUS_KEY, StatusContract
+from ..definition.patterns import PatternUnusable, search
+from ..definition.problems import did_you_mean
+from ..definition.validator import refused_ref
 from .output import ExtractError
 from .wording import clip, expected_types, field, json_type, names, plural, show, suggest
 
@@ -179,7 +179,7 @@ def validate(chosen: StatusContract, data: dict[str, Any], single_exit: bool) ->
         and fast(data)
         and not any(k.startswith("$") and k != STATUS_KEY for k in data)
     ):
-        return []  # the common case: a compiled check says valid (spec/fastcheck.py)
+        return []  # the common case: a compiled check says valid (definition/fastcheck.py)
     try:
         errors = list(chosen.validator.iter_errors(data))
     except (Unresolvable, RecursionError) as exc:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..spec.contract import STATUS_KEY
+from ..definition.contract import STATUS_KEY
 
 SHOW_LIMIT = 60  # characters of a value quoted in an error message
 

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The loader (`orchestrator.spec.loader`) rejects what it can see in one file: YAML syntax,
+The loader (`orchestrator.definition.loader`) rejects what it can see in one file: YAML syntax,
 unknown keys, missing fields, wrong types, unknown `extends` and tools. `lint` looks at what only
 the whole graph shows, in passes over one shared `GraphView` (view.py) that each add problems and
 never stop the others (passes.py):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..problems import Problem, Severity
+from ..definition.problems import Problem, Severity
 
 # Every code lint or the loader can report, with its severity (docs/problems.md explains each).
 CODES: dict[str, Severity] = {

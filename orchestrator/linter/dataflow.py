@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ..spec.models import END, RESUME, START
+from ..definition.models import END, RESUME, START
 from .view import EdgeKind, GraphView, ResolvedEdge
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..problems import did_you_mean
-from ..spec.models import END
+from ..definition.models import END
+from ..definition.problems import did_you_mean
 from .dataflow import flow
 from .scope import Scope, schema_type
 from .view import EdgeKind, GraphView, ResolvedEdge

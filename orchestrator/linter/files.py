@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..problems import GraphError, Problem
-from ..spec.loader import RoleSource, build_graph, load_role, parse_role_file, parse_yaml_file
-from ..spec.models import Role
-from ..spec.yamlpos import SourceMap
+from ..definition.loader import RoleSource, build_graph, load_role, parse_role_file, parse_yaml_file
+from ..definition.models import Role
+from ..definition.problems import GraphError, Problem
+from ..definition.yamlpos import SourceMap
 from .codes import Locate, Where, internal_error
 from .passes import lint
 from .schemas import role_problems

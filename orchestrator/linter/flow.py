@@ -7,7 +7,7 @@ that can be taken reaches `$END` would loop until a limit suspends the thread.
 
 from __future__ import annotations
 
-from ..spec.models import END, SINGLE_EXIT, START
+from ..definition.models import END, SINGLE_EXIT, START
 from .view import EdgeKind, GraphView
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.guards import GUARD_NAMES, GuardError, compile_guard, evaluate
-from ..spec.models import START
+from ..definition.models import START
 from .view import EdgeKind, GraphView, ResolvedEdge, contract_usable
 
 # The words of CEL's messages for an operation between types it has no overload for.

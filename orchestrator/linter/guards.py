@@ -18,8 +18,8 @@ import re
 
 from ..core.guard_cost import MAX_NESTING, shape
 from ..core.guards import GUARD_NAMES, GuardError, compile_guard, names_used
-from ..problems import did_you_mean
-from ..spec.models import END, START, Edge, Join
+from ..definition.models import END, START, Edge, Join
+from ..definition.problems import did_you_mean
 from .view import EdgeKind, GraphView, ResolvedEdge
 
 # Strings are taken out before names are read, so 'output.x' inside quotes is no name.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..spec.models import END, SINGLE_EXIT, START, SUSPEND
+from ..definition.models import END, SINGLE_EXIT, START, SUSPEND
 from .view import GraphView
 
 RESERVED_ROLE_NAMES = (START, END, SUSPEND, SINGLE_EXIT)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..problems import Problem
-from ..spec.models import Graph
+from ..definition.models import Graph
+from ..definition.problems import Problem
 from .codes import internal_error
 from .fanout import check_fanouts
 from .flow import check_reachability

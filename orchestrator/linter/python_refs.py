@@ -1,14 +1,14 @@
 """Pass: `python:` actors and tools name a function that exists (docs/actors.md).
 
-Checked statically (`orchestrator.pyref.find`): the module's file is found the way the run
+Checked statically (`orchestrator.definition.pyref.find`): the module's file is found the way the run
 will import it, from the graph's folder first, and the function's name is looked for among the
 module's top-level definitions. Nothing of the module runs during `validate`.
 """
 
 from __future__ import annotations
 
-from ..pyref import PyRefError, find
-from ..spec.models import PythonActor, PythonTool
+from ..definition.models import PythonActor, PythonTool
+from ..definition.pyref import PyRefError, find
 from .view import GraphView
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-from ..problems import did_you_mean
+from ..definition.problems import did_you_mean
 from .schema_walk import INSTEAD, KEYWORDS, SchemaPath, subschemas
 
 REF_KEYWORDS = ("$ref", "$dynamicRef")

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..problems import Problem, did_you_mean
-from ..spec.contract import STATUS_KEY
-from ..spec.metaschema import SchemaProblem, check_schema
-from ..spec.models import Role
+from ..definition.contract import STATUS_KEY
+from ..definition.metaschema import SchemaProblem, check_schema
+from ..definition.models import Role
+from ..definition.problems import Problem, did_you_mean
 from .codes import CODES, Locate, Where, problem
 from .schema_findings import findings
 from .schema_walk import TYPE_ALIASES, TYPES, SchemaPath, value_at

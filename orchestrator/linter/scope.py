@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..problems import did_you_mean
-from ..spec.contract import Contract, StatusContract
-from ..spec.models import RESUME, SINGLE_EXIT, START
+from ..definition.contract import Contract, StatusContract
+from ..definition.models import RESUME, SINGLE_EXIT, START
+from ..definition.problems import did_you_mean
 from .dataflow import Facts, Flow, edge_facts
 from .view import EdgeKind, GraphView, ResolvedEdge, contract_usable
 

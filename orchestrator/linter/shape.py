@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..problems import did_you_mean
-from ..spec.models import END, RESUME, SINGLE_EXIT, START, SUSPEND
+from ..definition.models import END, RESUME, SINGLE_EXIT, START, SUSPEND
+from ..definition.problems import did_you_mean
 from .codes import Where
 from .flow import reachable_roles
 from .view import GraphView

@@ -1,7 +1,7 @@
 """Pass 4, templates: every edge's `prompt` and `location`, checked against what is known at the
 moment the edge is taken (docs/format.md section 6).
 
-The names a template uses come from `orchestrator.templates.variables`; each resolves in the
+The names a template uses come from `orchestrator.core.templates.variables`; each resolves in the
 edge's `Scope`. Inside a section over a list or object a name may be the element's own field,
 so an unknown name there is not reported. Problems point at the tag inside the template when
 its position in the file can be told (see `TemplateCheck.where`).
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..templates import TemplateSyntaxError, VarUse, variables
+from ..core.templates import TemplateSyntaxError, VarUse, variables
 from .codes import Where
 from .dataflow import flow
 from .scope import Scope, schema_type

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from ..problems import Problem, did_you_mean
-from ..spec.contract import Contract
-from ..spec.models import END, RESUME, SINGLE_EXIT, START, Edge, Graph, Join, Target
+from ..definition.contract import Contract
+from ..definition.models import END, RESUME, SINGLE_EXIT, START, Edge, Graph, Join, Target
+from ..definition.problems import Problem, did_you_mean
 from .codes import Where, internal_error, problem
 
 

@@ -30,9 +30,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..problems import Problem
-from ..spec.loader import GRAPH_SUFFIXES, bundled_graphs_dir
-from ..spec.models import Graph, Role
+from ..definition.loader import GRAPH_SUFFIXES, bundled_graphs_dir
+from ..definition.models import Graph, Role
+from ..definition.problems import Problem
 
 
 class Refusal(Exception):

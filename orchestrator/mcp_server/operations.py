@@ -24,19 +24,19 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..actors.recording import RecordingError, load_recording
 from ..core.events import ThreadStatus
 from ..core.outcomes import Refused
+from ..definition.loader import GRAPH_SUFFIXES, bundled_graphs_dir, load_graph
+from ..definition.models import Graph
+from ..definition.problems import GraphError
 from ..extract import format_reply
 from ..linter import lint
-from ..problems import GraphError
-from ..recording import RecordingError, load_recording
 from ..run.options import RunOptions, ThreadResult
 from ..run.preflight import InputError
 from ..run.session import Session, SessionError, open_store
-from ..spec.loader import GRAPH_SUFFIXES, bundled_graphs_dir, load_graph
-from ..spec.models import Graph
 from ..store.base import StoreError, ThreadBusy
-from ..story import story_json, story_text
+from ..views.story import story_json, story_text
 from .confine import Confinement, inside
 
 DEFAULT_WAIT = 60.0

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..spec.models import END, START, Edge, Graph, Join
+from ..definition.models import END, START, Edge, Graph, Join
 
 EdgeKey = tuple[str, str, str]  # (source, status, target)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..actors.recording import Recording, resumes_of
 from ..core.events import Event, SuspendKind, ThreadStatus, ThreadSuspended
 from ..core.steps import StepView, thread_view
-from ..recording import Recording, resumes_of
-from ..spec.models import END, START, Graph
+from ..definition.models import END, START, Graph
 from .report import Divergence, DivergenceKind, _label
 
 # --------------------------------------------------------------------------- the comparison

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..actors.recording import Recording
 from ..core.events import Event
 from ..core.steps import thread_view
-from ..recording import Recording
-from ..spec.loader import load_graph
-from ..spec.models import Graph
+from ..definition.loader import load_graph
+from ..definition.models import Graph
 from .replayer import replay_recording
 from .report import ReplayReport, _label
 

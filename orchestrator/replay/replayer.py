@@ -6,18 +6,18 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+from ..actors.recording import Recording, load_recording
 from ..core.events import SuspendKind, ThreadStatus
 from ..core.outcomes import ResumeRequested
-from ..recording import Recording, load_recording
+from ..definition.loader import load_graph
+from ..definition.models import END, Graph
 from ..run.options import RunOptions
 from ..run.preflight import InputError
 from ..run.session import Session
-from ..spec.loader import load_graph
-from ..spec.models import END, Graph
 from ..store.memory import MemoryStore
-from ..trace import Trace, trace_from_store
 from .compare import first_divergence
 from .report import Divergence, DivergenceKind, ReplayReport
+from .trace import Trace, trace_from_store
 
 # --------------------------------------------------------------------------- replay
 

@@ -51,10 +51,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..actors.recording import Recording
 from ..core.events import Event
-from ..recording import Recording
-from ..spec.models import END, SINGLE_EXIT
-from ..trace import Trace
+from ..definition.models import END, SINGLE_EXIT
+from .trace import Trace
 
 ARROW = " → "
 

@@ -8,8 +8,8 @@ from typing import Any
 from ..actors.command import CommandProcessActor
 from ..actors.human import HumanActor
 from ..actors.python import PythonActor
-from ..spec.models import CommandActor, Graph, Role
-from ..spec.models import PythonActor as PythonSpec
+from ..definition.models import CommandActor, Graph, Role
+from ..definition.models import PythonActor as PythonSpec
 from .options import ActorFor, RunOptions
 
 

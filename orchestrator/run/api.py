@@ -24,13 +24,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..actors.recording import Recording, load_recording
 from ..core.steps import StepView, ThreadView, thread_view
+from ..definition.loader import load_graph
+from ..definition.models import Graph
 from ..extract import format_reply
-from ..recording import Recording, load_recording
-from ..spec.loader import load_graph
-from ..spec.models import Graph
 from ..store.base import EventStore, StoredEvent, ThreadRow
-from ..story import story_json
+from ..views.story import story_json
 from .options import ActorFor, RunOptions, ThreadResult
 from .session import Session, open_store
 from .waiting import Question

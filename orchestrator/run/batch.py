@@ -20,10 +20,10 @@ from typing import Any
 
 from ..core.events import SuspendKind, ThreadStatus
 from ..core.outcomes import Refused, ResumeRequested
-from ..input_files import FileRefused, read_regular_file
-from ..spec.models import Graph
+from ..definition.models import Graph
 from ..store.base import EventStore, ThreadBusy
 from .actors import default_actor_for
+from .input_files import FileRefused, read_regular_file
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import InputError, check_inputs
 from .session import Session

@@ -28,7 +28,7 @@ from ..core.commands import RunStep, limits_for
 from ..core.events import SuspendKind, ThreadStarted, ThreadStatus
 from ..core.outcomes import ActorFailed, ChildEnded, NeedsPerson, Outcome, ResumeRequested
 from ..core.state import ThreadState
-from ..spec.models import Graph
+from ..definition.models import Graph
 from ..store.base import ThreadNotFound
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import InputError, check_inputs

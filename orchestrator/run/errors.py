@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..problems import Problem
+from ..definition.problems import Problem
 
 
 class SessionError(Exception):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..actors.base import Visit
 from ..core.events import Event, StepCommitted
-from ..spec.models import Graph, Role
+from ..definition.models import Graph, Role
 
 # A safe share of a 200,000-token context window: the rest holds the system prompt, the tools,
 # the history block, this visit's message, repairs, tool rounds and the reply.

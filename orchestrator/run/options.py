@@ -9,7 +9,7 @@ from typing import Any
 from ..actors.progress import OnProgress
 from ..core.events import SuspendKind, ThreadStatus
 from ..core.state import ThreadState
-from ..spec.models import Role
+from ..definition.models import Role
 from ..store.base import StoredEvent
 
 ActorFor = Callable[[str, Role], Any]  # (role name, role) -> Actor

@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..spec.models import Requirement
+from ..definition.models import Requirement
 from ..tools.scrub import safe_environment
 
 COMMAND_TIMEOUT = 10.0

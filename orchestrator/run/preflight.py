@@ -18,17 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from ..actors.anthropic import NO_KEY, env_credentials
-from ..linter import lint
-from ..model_config import (
+from ..definition.model_config import (
     ModelConfigError,
     load_config,
     models_file_target,
     price_known,
     resolve_model,
 )
-from ..problems import has_errors
-from ..spec.models import Graph
-from ..spec.validator import compile_validator
+from ..definition.models import Graph
+from ..definition.problems import has_errors
+from ..definition.validator import compile_validator
+from ..linter import lint
 from ..tools.sandbox_needs import sandbox_problem, unsandboxed_roles
 from ..tools.scrub import holder_of_secret
 from .actors import model_settings

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..core.events import ThreadStatus
 from ..store.base import EventStore, ThreadNotFound
-from ..workspace_git import (
+from ..vcs.worktrees import (
     Worktree,
     WorktreeError,
     branch_exists,

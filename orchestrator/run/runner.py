@@ -32,7 +32,7 @@ from ..core.commands import Idle, Record, RunBranches, RunStep
 from ..core.events import Event, StepStarted
 from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState, ThreadSummary
-from ..spec.models import END, Graph
+from ..definition.models import END, Graph
 from ..store.base import EventStore, Owner, StoredEvent, StoreError, ThreadBusy
 from ..tools.boundary import Boundary
 from ..tools.boundary import current as current_boundary

@@ -30,19 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..actors.recording import Recording, ReplayActor, recording_from_events
 from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
-from ..graphdiff import graph_changes
-from ..ids import new_thread_id
+from ..definition.graphdiff import graph_changes
+from ..definition.loader import load_graph
+from ..definition.models import Graph
+from ..definition.problems import GraphError, has_errors
+from ..definition.pyref import preload
 from ..linter import lint
-from ..problems import GraphError, has_errors
-from ..pyref import preload
-from ..recording import Recording, ReplayActor, recording_from_events
-from ..spec.loader import load_graph
-from ..spec.models import Graph
 from ..store.base import (
     EventStore,
     StoredEvent,
@@ -52,10 +51,10 @@ from ..store.base import (
     ThreadRow,
     default_store_dir,
 )
+from ..store.ids import new_thread_id
 from ..store.sqlite import SqliteStore
-from ..telemetry import traced
 from ..tools import boundary as trust
-from ..workspace_git import (
+from ..vcs.worktrees import (
     Worktree,
     WorktreeError,
     WorktreeTampered,
@@ -75,6 +74,7 @@ from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import check_credentials, check_inputs, check_prices, found_models, preflight
 from .prune import Pruned, prune_worktrees
 from .runner import advance
+from .telemetry import traced
 from .waiting import Question, answer_errors, question_of
 
 Notify = Callable[[str], None]

@@ -28,7 +28,7 @@ from ..core.commands import RunStep
 from ..core.events import SuspendKind
 from ..core.outcomes import ActorFailed, NeedsPerson, Outcome, PreconditionFailed, Replied
 from ..core.state import ThreadState
-from ..spec.models import Graph, Role
+from ..definition.models import Graph, Role
 from ..tools.boundary import Boundary
 from ..tools.boundary import current as current_boundary
 from ..tools.scrub import Secrets

@@ -16,7 +16,7 @@ from ..actors.base import ActRequest, Attempt
 from ..core import engine
 from ..core.outcomes import Answered, Refused
 from ..core.state import ThreadState
-from ..spec.models import SINGLE_EXIT, Graph, Role
+from ..definition.models import SINGLE_EXIT, Graph, Role
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import importlib
 import sys
 import threading
 
-from ..spec.models import Graph
+from ..definition.models import Graph
 
 SDK = "anthropic"
 

@@ -21,8 +21,8 @@ from ..core.outcomes import (
     Replied,
     ResumeRequested,
 )
+from ..definition.models import Graph, Role
 from ..run.step import StepPlan
-from ..spec.models import Graph, Role
 from ..store.base import StoredEvent
 
 OUTCOMES: dict[str, type] = {

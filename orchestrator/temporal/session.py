@@ -34,24 +34,24 @@ from temporalio.client import Client, WorkflowExecution, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from ..actors.recording import Recording, recording_from_events
 from ..core import engine
 from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, path_of, thread_view
-from ..graphdiff import graph_changes
-from ..ids import new_thread_id
+from ..definition.graphdiff import graph_changes
+from ..definition.loader import load_graph
+from ..definition.models import Graph
+from ..definition.problems import GraphError, has_errors
 from ..linter import lint
-from ..problems import GraphError, has_errors
-from ..recording import Recording, recording_from_events
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_graph, check_inputs, workspace_folder
 from ..run.session import Notify, SessionError, Started
 from ..run.waiting import Question, answer_errors, question_of
-from ..spec.loader import load_graph
-from ..spec.models import Graph
 from ..store.base import StoredEvent, ThreadRow
-from ..workspace_git import find_repo, needs_isolation
+from ..store.ids import new_thread_id
+from ..vcs.worktrees import find_repo, needs_isolation
 from . import DEFAULT_TASK_QUEUE
 from .client import READ_TIMEOUT, answered, connect
 from .codec import graph_from_snapshot, outcome_to_dict, stored_from_dict, stored_to_dict

@@ -63,10 +63,10 @@ with workflow.unsafe.imports_passed_through():
         ResumeRequested,
     )
     from ..core.state import ThreadState
-    from ..plural import plural
     from ..run.memory import SessionMemory
     from ..run.options import ThreadResult
     from ..run.step import plan_step
+    from ..views.plural import plural
     from .codec import graph_from_snapshot, outcome_from_dict, plan_to_dict, stored_to_dict
 
 # The moderator's modules are the host's (passed through the sandbox), and so must be what they

@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from ..actors.python import PythonActor
+from ..actors.recording import Recording
 from ..actors.scripted import ScriptedActor
 from ..core.outcomes import ResumeRequested
+from ..definition.loader import load_graph
+from ..definition.models import Graph, Role
+from ..definition.models import PythonActor as PythonSpec
 from ..extract import format_reply
-from ..recording import Recording
 from ..replay import ReplayReport, replay_recording
+from ..replay.trace import Trace, TraceStep, trace_from_store
 from ..run.options import RunOptions
 from ..run.session import Session
-from ..spec.loader import load_graph
-from ..spec.models import Graph, Role
-from ..spec.models import PythonActor as PythonSpec
 from ..store.memory import MemoryStore
-from ..trace import Trace, TraceStep, trace_from_store
 from .asserts import (
     assert_path,
     assert_prompt,

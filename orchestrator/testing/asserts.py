@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..recording import load_recording, recordings_under
-from ..spec.models import END
+from ..actors.recording import load_recording, recordings_under
+from ..definition.models import END
 
 if TYPE_CHECKING:
-    from ..recording import Recording
+    from ..actors.recording import Recording
+    from ..definition.models import Graph
     from ..replay import ReplayReport
-    from ..spec.models import Graph
-    from . import Trace, TraceStep
+    from ..replay.trace import Trace, TraceStep
 
 ARROW = " → "
 

@@ -55,11 +55,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ..model_config import config_path
-from ..workspace_git import Worktree, WorktreeError, git
+from ..definition.model_config import config_path
+from ..vcs.worktrees import Worktree, WorktreeError, git
 
 if TYPE_CHECKING:
-    from ..spec.models import Graph
+    from ..definition.models import Graph
 
 T = TypeVar("T")
 RECORDS = "boundaries"

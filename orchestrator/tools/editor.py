@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..plural import plural
+from ..views.plural import plural
 from .workspace import Entry, PathRefused, Target, Workspace, is_dir
 
 TOOL_TYPE = "text_editor_20250728"

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..spec.models import Sandbox
+from ..definition.models import Sandbox
 
 Enforcement = Literal["cgroup", "rlimit"]
 FORCE_VARIABLE = "ORCHESTRATOR_SANDBOX_LIMITS_WITH"

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..spec.models import McpServer, Sandbox
+from ..definition.models import McpServer, Sandbox
 from . import sandbox as sandboxing
 from .boundary import Boundary
 from .scrub import Secrets, is_provider_key, safe_environment

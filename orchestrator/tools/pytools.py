@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ..pyref import PyRefError, load
+from ..definition.pyref import PyRefError, load
 
 WORKSPACE = "workspace"
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from ..core.events import SuspendKind
-from ..pyref import PyRefError
-from ..spec.models import PythonTool, Role
+from ..definition.models import PythonTool, Role
+from ..definition.pyref import PyRefError
 from .boundary import Boundary
 from .mcp_client import ServerFailed, role_mcp_tools, servers_for_step
 from .pytools import load_tool

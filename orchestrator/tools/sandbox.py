@@ -76,7 +76,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..spec.models import Sandbox
+from ..definition.models import Sandbox
 from . import limits as limiting
 from .boundary import Boundary, View, home_roots, interpreter_paths, views
 from .limits import Limits

@@ -5,7 +5,7 @@ created, rather than suspending at the first command."""
 
 from __future__ import annotations
 
-from ..spec.models import CommandActor, Graph, Role
+from ..definition.models import CommandActor, Graph, Role
 from .sandbox import INSTALL_HINT, mechanism, missing_writable, policy_for
 
 

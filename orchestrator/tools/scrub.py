@@ -40,7 +40,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from ..secret_names import is_base_name, is_provider_key, is_secret_name
+from ..definition.secret_names import is_base_name, is_provider_key, is_secret_name
 
 __all__ = [
     "REDACTED",

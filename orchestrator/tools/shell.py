@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from ..spec.models import Sandbox
+from ..definition.models import Sandbox
 from . import sandbox as sandboxing
 from .boundary import Boundary
 from .scrub import Secrets, safe_environment

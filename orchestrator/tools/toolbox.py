@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ..spec.models import Role, Sandbox
+from ..definition.models import Role, Sandbox
 from . import editor, search, shell
 from .boundary import Boundary, real
 from .scrub import Secrets

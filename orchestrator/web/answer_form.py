@@ -18,10 +18,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..definition.models import SINGLE_EXIT
+from ..definition.yamlpos import typed_value
 from ..extract import format_reply
 from ..run.waiting import AnswerForm, Field, Question
-from ..spec.models import SINGLE_EXIT
-from ..spec.yamlpos import typed_value
 from .html import esc
 
 FIELD_PREFIX = "field."

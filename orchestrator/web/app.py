@@ -37,7 +37,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from ..core.outcomes import Refused
-from ..problems import GraphError
+from ..definition.problems import GraphError
 from ..run.session import Session, SessionError, open_store
 from ..store.base import StoreError, ThreadRow
 from .answer_form import reply_from_form

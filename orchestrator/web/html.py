@@ -14,8 +14,8 @@ import time
 from html import escape
 from typing import Any
 
-from ..ledger import money
-from ..plural import plural
+from ..core.ledger import money
+from ..views.plural import plural
 
 
 def esc(value: Any) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from urllib.parse import urlencode
 
 from ..core.events import ThreadStatus
-from ..plural import plural
 from ..store.base import ThreadRow
+from ..views.plural import plural
 from .html import ago, badge, cost, esc, page
 
 STATES = [str(s) for s in ThreadStatus if s != ThreadStatus.NEW]

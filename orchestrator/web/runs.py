@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.outcomes import Refused
-from ..problems import GraphError
+from ..definition.models import Graph
+from ..definition.problems import GraphError
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import Session, SessionError
-from ..spec.models import Graph
 from ..store.base import StoreError, ThreadBusy
 
 if TYPE_CHECKING:

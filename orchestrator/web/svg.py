@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 
+from ..definition.models import END, START, Graph
 from ..render.diagram import TAKEN_COLOUR, VISITED_FILL, Taken, drawn_edges, nodes_of
-from ..spec.models import END, START, Graph
 
 EdgeKey = tuple[str, str, str]
 

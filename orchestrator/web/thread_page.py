@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 from ..core.allowed import can_cancel, can_resume
 from ..core.events import ThreadStatus
+from ..core.ledger import tokens
 from ..core.steps import StepView, ThreadView
-from ..ledger import tokens
-from ..plural import plural
+from ..definition.models import Graph
 from ..render.diagram import Taken
 from ..run.waiting import Question
-from ..spec.models import Graph
 from ..store.base import ThreadRow
-from ..story import ledger
+from ..views.plural import plural
+from ..views.story import ledger
 from .answer_form import answer_forms
 from .html import badge, cost, esc, page, pre, stamp, value_text
 from .svg import to_svg

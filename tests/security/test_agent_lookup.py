@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.spec import agentfiles
+from orchestrator.definition import agentfiles
 
 GRAPH = textwrap.dedent(
     """\

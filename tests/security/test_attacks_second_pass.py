@@ -29,18 +29,18 @@ from typing import Any
 
 import pytest
 
-from orchestrator import git_safe
 from orchestrator.core import guard_cost
 from orchestrator.core.guard_cost import GUARD_BUDGET, estimate, shape
+from orchestrator.definition.loader import bundled_graphs_dir, load_graph
+from orchestrator.definition.model_config import price_known, resolve_model
+from orchestrator.definition.models import Graph, Sandbox
 from orchestrator.mcp_server.confine import unconfined_roles
-from orchestrator.model_config import price_known, resolve_model
-from orchestrator.spec.loader import bundled_graphs_dir, load_graph
-from orchestrator.spec.models import Graph, Sandbox
 from orchestrator.testing import reply, simulate
 from orchestrator.tools import sandbox as sandboxing
 from orchestrator.tools.shell import Shell
 from orchestrator.tools.workspace import Workspace
-from orchestrator.workspace_git import create_worktree, uncommitted_changes
+from orchestrator.vcs import git_safe
+from orchestrator.vcs.worktrees import create_worktree, uncommitted_changes
 from tests.security.test_git_boundary import KEY, cli, environ, naive_git
 from tests.test_mcp_server import data_of, run_session, text_of
 from tests.test_worktree import git
@@ -431,7 +431,7 @@ def test_a_models_file_written_mid_thread_changes_nothing(
     assert not price_known("my-model")
     # The control: a new process in that folder (the next run) finds the file, and announces it.
     seen = subprocess.run(
-        [sys.executable, "-c", "from orchestrator.model_config import *; "
+        [sys.executable, "-c", "from orchestrator.definition.model_config import *; "
          "print(resolve_model('sonnet'), load_config().found_changes())"],
         cwd=tmp_path, env=environ(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.git_safe import git_env
 from orchestrator.tools import boundary
+from orchestrator.vcs.git_safe import git_env
 
 
 def _git(*args: str, cwd: Path) -> None:

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.git_safe import WorktreeTampered, git_env, run_git
 from orchestrator.testing.fake_anthropic import FakeAnthropic, FakeResponse
-from orchestrator.workspace_git import (
+from orchestrator.vcs.git_safe import WorktreeTampered, git_env, run_git
+from orchestrator.vcs.worktrees import (
     Worktree,
     create_worktree,
     ensure_worktree,

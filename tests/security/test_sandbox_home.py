@@ -20,7 +20,7 @@ import pytest
 
 from orchestrator.actors.base import ActRequest
 from orchestrator.actors.command import CommandProcessActor
-from orchestrator.spec.models import Role, Sandbox
+from orchestrator.definition.models import Role, Sandbox
 from orchestrator.tools import sandbox as sandboxing
 from orchestrator.tools.boundary import home_roots
 from orchestrator.tools.shell import Shell

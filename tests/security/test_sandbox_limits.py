@@ -25,7 +25,7 @@ import pytest
 
 from orchestrator.actors.base import ActorError, ActRequest
 from orchestrator.actors.command import CommandProcessActor
-from orchestrator.spec.models import Graph, Role, Sandbox
+from orchestrator.definition.models import Graph, Role, Sandbox
 from orchestrator.tools import Workspace
 from orchestrator.tools import limits as limiting
 from orchestrator.tools import sandbox as sandboxing
@@ -127,7 +127,7 @@ def test_control_a_few_processes_fit_under_the_limit(
 WRAPPED = """
 import json, os, subprocess, sys
 from pathlib import Path
-from orchestrator.spec.models import Sandbox
+from orchestrator.definition.models import Sandbox
 from orchestrator.tools import limits, sandbox
 ws, n = Path(sys.argv[1]), sys.argv[2]
 policy = sandbox.policy_for(Sandbox(pids=24), agent=True)
@@ -318,7 +318,7 @@ BAD = ["0", "-1", "'64'", "2.5", "true", "null-ish"]
 def test_the_limits_are_strict_positive_integers(
     key: str, value: str, write_graph: Callable[..., Path]
 ) -> None:
-    from orchestrator.spec.loader import GraphError, load_graph
+    from orchestrator.definition.loader import GraphError, load_graph
 
     with pytest.raises(GraphError) as failed:
         load_graph(write_graph(GRAPH.replace("SANDBOX", f"{{{key}: {value}}}")))

@@ -31,7 +31,7 @@ import pytest
 from orchestrator import run_thread
 from orchestrator.actors.base import ActorError, ActRequest
 from orchestrator.actors.command import CommandProcessActor
-from orchestrator.spec.models import Role, Sandbox
+from orchestrator.definition.models import Role, Sandbox
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.tools import sandbox as sandboxing
 from orchestrator.tools.boundary import Boundary, at_start
@@ -271,7 +271,7 @@ def test_control_without_a_sandbox_the_same_role_changes_them(
 def test_the_file_tools_refuse_the_orchestrators_files(durable: Path) -> None:
     """Attack and control through the file tools of an in-place thread's boundary."""
     folder = in_place_project(durable, repo=True, sandbox="")
-    from orchestrator.spec.loader import load_graph  # why: only this test loads the graph
+    from orchestrator.definition.loader import load_graph  # why: only this test loads the graph
 
     (folder / ".orchestrator").mkdir()
     (folder / ".orchestrator" / "threads.db").write_text("db")

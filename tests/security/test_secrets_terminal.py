@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from orchestrator.actors.base import ActRequest
 from orchestrator.actors.command import CommandProcessActor
 from orchestrator.cli.terminal import neutralise
-from orchestrator.spec.models import McpServer, Role, Sandbox
+from orchestrator.definition.models import McpServer, Role, Sandbox
 from orchestrator.testing.fake_anthropic import FakeAnthropic
 from orchestrator.tools import Workspace, mcp_client
 from orchestrator.tools.scrub import redact_url_credentials

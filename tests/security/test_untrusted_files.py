@@ -19,15 +19,15 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator import run_thread
+from orchestrator.actors.recording import RecordingError, load_recording, parse_recording
 from orchestrator.cli import cli
 from orchestrator.core.guard_cost import GUARD_BUDGET, estimate, shape
 from orchestrator.core.guards import GuardError, evaluate
-from orchestrator.problems import GraphError, Problem
-from orchestrator.recording import RecordingError, load_recording, parse_recording
+from orchestrator.definition.catalog import available_roles
+from orchestrator.definition.loader import load_graph
+from orchestrator.definition.models import Graph
+from orchestrator.definition.problems import GraphError, Problem
 from orchestrator.run.session import Session
-from orchestrator.spec.catalog import available_roles
-from orchestrator.spec.loader import load_graph
-from orchestrator.spec.models import Graph
 from orchestrator.store.sqlite import SqliteStore
 from orchestrator.testing import reply, simulate
 from tests.anthropic_fixtures import fake_server

@@ -16,11 +16,11 @@ from typing import Any
 import frontmatter as _frontmatter
 from pydantic import ValidationError
 
-from ..problems import GraphError, Problem, did_you_mean
 from . import confine, subgraphs
 from .actor_specs import folder_of
 from .agentfiles import agent_layer, agent_ref
 from .models import Graph, Role
+from .problems import GraphError, Problem, did_you_mean
 from .reserved import GRAPH_SUFFIXES
 from .validation_problems import problems_from_validation
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
@@ -195,14 +195,14 @@ def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[P
 
 def library_root(folder: Path) -> Path | None:
     """The project folder a role library lies in (None for the bundled one), which a `roles`
-    that is a symbolic link may not lead out of (spec/confine.py)."""
+    that is a symbolic link may not lead out of (definition/confine.py)."""
     return None if folder == bundled_roles_dir() else folder.parent
 
 
 def find_library_role(name: str, dirs: list[Path]) -> Path | None:
     """The library role file for `name`; relative to the working folder when inside it, so that
     problems name it as `validate roles/` does. ValueError when `name` is no role name or the
-    file is a link out of its library (spec/confine.py)."""
+    file is a link out of its library (definition/confine.py)."""
     problem = confine.name_problem(name)
     if problem is not None:
         raise ValueError(problem)

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .recording import Recording
-    from .spec.models import Graph
+    from ..actors.recording import Recording
+    from ..definition.models import Graph
 
 RECORDING_SUFFIXES = (".yaml", ".yml")
 _GRAPHS: pytest.StashKey[dict[Path, Graph]] = pytest.StashKey()
@@ -92,8 +92,8 @@ class RecordingItem(pytest.Item):
 
     def runtest(self) -> None:
         # deferred: pytest imports this plugin in every run; the engine loads only for a recording
-        from .recording import load_recording
-        from .replay import replay_recording
+        from ..actors.recording import load_recording
+        from ..replay import replay_recording
 
         # Paths relative to the rootdir keep the failure short and the same on every machine.
         recording = dataclasses.replace(load_recording(self.path), path=self._shown(self.path))
@@ -120,8 +120,8 @@ class RecordingItem(pytest.Item):
     ) -> str | Any:
         # Our own failures are explained by their message; a traceback through the engine
         # would only hide it. Anything else is a bug and keeps pytest's full report.
-        from .problems import GraphError
-        from .recording import RecordingError
+        from ..actors.recording import RecordingError
+        from ..definition.problems import GraphError
 
         if isinstance(excinfo.value, GraphError):
             return "\n".join(p.format() for p in excinfo.value.problems)
@@ -136,9 +136,9 @@ class RecordingItem(pytest.Item):
 def _graph_for(config: pytest.Config, recording: Recording) -> Graph:
     """The graph a recording names, from `orchestrator_graphs`, ./graphs or the bundled ones."""
     # deferred: pytest imports this plugin in every run; the engine loads only for a recording
-    from .problems import GraphError
-    from .recording import RecordingError
-    from .spec.loader import GRAPH_SUFFIXES, load_graph, resolve_graph_path
+    from ..actors.recording import RecordingError
+    from ..definition.loader import GRAPH_SUFFIXES, load_graph, resolve_graph_path
+    from ..definition.problems import GraphError
 
     name = recording.graph
     if not name:
@@ -183,7 +183,7 @@ def graph_yaml(tmp_path: Path) -> Callable[[str], Graph]:
         # deferred: pytest imports this plugin in every run; graphs load only when a test asks
         import yaml
 
-        from .spec.loader import load_graph
+        from ..definition.loader import load_graph
 
         text = textwrap.dedent(text).lstrip()
         data = yaml.safe_load(text)

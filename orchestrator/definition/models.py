@@ -20,8 +20,6 @@ from pydantic import (
     model_validator,
 )
 
-from ..secret_names import ENV_NAME, is_provider_key
-
 # The forms of `actor:` and of a `tools:` entry, importable from here as the other models.
 from .actor_specs import Actor as Actor
 from .actor_specs import CommandActor as CommandActor
@@ -38,6 +36,7 @@ from .reserved import RESUME as RESUME
 from .reserved import SINGLE_EXIT as SINGLE_EXIT
 from .reserved import START as START
 from .reserved import SUSPEND as SUSPEND
+from .secret_names import ENV_NAME, is_provider_key
 
 if TYPE_CHECKING:
     from .yamlpos import SourceMap

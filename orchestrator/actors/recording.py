@@ -9,7 +9,7 @@ no longer satisfies the schema, the replay actor raises `ReplayDivergence` (the 
 with that message) instead of crashing.
 
 A recording is an untrusted file (it comes with a repository, a bug report, a pull request), so
-it is read with the graph loader's limits (spec/yamlpos.py: aliases, nesting, values; `yaml-limit`)
+it is read with the graph loader's limits (definition/yamlpos.py: aliases, nesting, values; `yaml-limit`)
 and a size cap: an alias bomb is refused in milliseconds instead of taking gigabytes, and a child
 that is the recording itself or one of its ancestors is refused, naming the file.
 """
@@ -24,11 +24,11 @@ from typing import Any
 
 import yaml
 
-from .actors.base import ActorError, ActReply, ActRequest, Usage
-from .core.events import Event, StepCommitted, ThreadCompleted, ThreadResumed
-from .core.steps import thread_view
-from .plural import plural
-from .spec.yamlpos import YamlSyntaxError, load_yaml
+from ..core.events import Event, StepCommitted, ThreadCompleted, ThreadResumed
+from ..core.steps import thread_view
+from ..definition.yamlpos import YamlSyntaxError, load_yaml
+from ..views.plural import plural
+from .base import ActorError, ActReply, ActRequest, Usage
 
 RECORDING_MAX_BYTES = 100_000_000  # a recording holds whole replies: far more than a graph file
 

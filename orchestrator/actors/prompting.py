@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 
-from .actors.base import ActRequest, HistoryItem
-from .spec.contract import STATUS_KEY, Contract, StatusContract
-from .spec.models import SUSPEND, Role
+from ..definition.contract import STATUS_KEY, Contract, StatusContract
+from ..definition.models import SUSPEND, Role
+from .base import ActRequest, HistoryItem
 
 HISTORY_BUDGET = 12_000  # characters of history in one visit message
 VALUE_LIMIT = 2_000  # characters of one frontmatter value in the history

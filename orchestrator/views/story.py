@@ -11,14 +11,14 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
-from .core.steps import StepView, ThreadView, thread_view
-from .ledger import TOKEN_KEYS, money, tokens
+from ..core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
+from ..core.ledger import TOKEN_KEYS, money, tokens
+from ..core.steps import StepView, ThreadView, thread_view
+from ..store.base import StoredEvent, ThreadRow
 from .plural import noun, plural
-from .store.base import StoredEvent, ThreadRow
 
 if TYPE_CHECKING:
-    from .run.waiting import Question
+    from ..run.waiting import Question
 
 
 def ledger(steps: tuple[StepView, ...]) -> dict[str, dict[str, Any]]:

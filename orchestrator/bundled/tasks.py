@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .actors.python import ActorCall
+from ..actors.python import ActorCall
 
 TASKS_FILE = "tasks.json"
 

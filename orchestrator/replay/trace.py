@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .core.steps import StepView, thread_view
-from .store.base import EventStore
+from ..core.steps import StepView, thread_view
+from ..store.base import EventStore
 
 TraceStep = StepView  # a step of a simulated thread: the same typed view every reader uses
 

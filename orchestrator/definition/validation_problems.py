@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..problems import Problem, did_you_mean
 from .actor_specs import entry_fields
 from .models import MISSING_FIELD, TOOL_SETS, Defaults, Edge, Graph, Limits, Role
+from .problems import Problem, did_you_mean
 
 # What a union member says when the value has the other shape (an edge that is one mapping is
 # not "a valid list" of edges): noise when another member reports inside the value.

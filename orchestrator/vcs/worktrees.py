@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..store.sqlite import GITIGNORE
 from .git_safe import WorktreeError as WorktreeError  # defined there, used from here
 from .git_safe import WorktreeTampered as WorktreeTampered
 from .git_safe import (
@@ -57,7 +58,6 @@ from .git_safe import (
     read_link,
     run_git,
 )
-from .store.sqlite import GITIGNORE
 
 BRANCH_PREFIX = "orchestrator/"
 WORKTREES = "worktrees"

@@ -36,8 +36,8 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from .actors.progress import Progress, ProgressKind
-from .core.events import (
+from ..actors.progress import Progress, ProgressKind
+from ..core.events import (
     AttemptRejected,
     HumanWaiting,
     StepCommitted,
@@ -47,11 +47,11 @@ from .core.events import (
     ThreadFailed,
     ThreadSuspended,
 )
-from .core.state import ThreadState
-from .ledger import TOKEN_KEYS
-from .run.options import RunOptions
-from .spec.models import Graph
-from .store.base import StoredEvent
+from ..core.ledger import TOKEN_KEYS
+from ..core.state import ThreadState
+from ..definition.models import Graph
+from ..store.base import StoredEvent
+from .options import RunOptions
 
 log = logging.getLogger("orchestrator")
 MISSING = (

@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..problems import GraphError
 from . import confine
 from .agentfiles import KINDS, agent_root, read_agent_file, search_folders
 from .loader import ROLE_SUFFIXES, library_root, parse_role_file, role_search_dirs
 from .models import Graph, Role
+from .problems import GraphError
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .actors.base import Usage
+    from ..actors.base import Usage
 
 DEFAULT_ALIAS = "sonnet"
 
@@ -230,7 +230,7 @@ MAX_MODELS_FILE_BYTES = 1_000_000  # a models file is a few lines
 def _load(path: str, mtime_ns: int, found: bool = False) -> ModelConfig:
     # deferred: most runs have no models file to read. The graph loader's YAML reader, with its
     # limits on aliases and nesting: a found file may be hostile (an alias bomb).
-    from .spec.yamlpos import YamlSyntaxError, load_yaml
+    from .yamlpos import YamlSyntaxError, load_yaml
 
     try:
         size = Path(path).stat().st_size

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..problems import GraphError, Problem
+from .problems import GraphError, Problem
 from .reserved import END, GRAPH_SUFFIXES, START
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from typing import Any
 
 import frontmatter as _frontmatter
 
-from ..problems import GraphError, Problem
 from . import confine
+from .problems import GraphError, Problem
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
 
 
@@ -68,7 +68,9 @@ TOOL_MAP: dict[str, str] = {
     "bash": "shell",
 }
 ALL_SETS = ("read", "edit", "shell")
-MAX_AGENT_FILE_BYTES = 10_000_000  # as a graph file (spec/loader.py); agent files are a few KB
+MAX_AGENT_FILE_BYTES = (
+    10_000_000  # as a graph file (definition/loader.py); agent files are a few KB
+)
 
 
 def agent_ref(extends: str) -> tuple[AgentKind, str] | None:
@@ -98,7 +100,7 @@ def search_folders(
 def find_agent_file(kind: AgentKind, name: str, graph_path: Path | None) -> Path | None:
     """The agent NAME in the nearest folder that has it: for Claude Code, the file whose
     frontmatter says `name: NAME`, else NAME.md (as Claude Code itself finds it). ValueError
-    when `name` is no agent name or the file is a link out of its folder (spec/confine.py)."""
+    when `name` is no agent name or the file is a link out of its folder (definition/confine.py)."""
     problem = confine.name_problem(name)
     if problem is not None:
         raise ValueError(problem)
@@ -302,7 +304,7 @@ def _model(value: Any, smap: SourceMap, role: str, notes: list[Problem]) -> Any:
 def known_model(value: str) -> bool:
     """An alias (built in or from the models file), a Claude model id, or a priced model."""
     # deferred: only agent files that name a model need the models file
-    from ..model_config import ALIASES, ModelConfigError, load_config
+    from .model_config import ALIASES, ModelConfigError, load_config
 
     if value.lower().startswith("claude-"):
         return True

@@ -1,0 +1,1 @@
+"""Python actors of the bundled graphs (`graphs/`), referenced from their YAML as `orchestrator.bundled.<module>:<function>`."""
