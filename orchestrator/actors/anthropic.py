@@ -483,8 +483,8 @@ def _usage(message: Any) -> Usage:
 def _body_message(body: object) -> str | None:
     if isinstance(body, dict):
         error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
+        message = error.get("message") if isinstance(error, dict) else None
+        return message if isinstance(message, str) else None
     return None
 
 

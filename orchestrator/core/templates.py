@@ -228,9 +228,10 @@ def render(template: str, data: dict[str, Any], *, strict: bool = True) -> str:
     """Render a template. Strict: a missing name raises TemplateVarError (nulls render empty)."""
     check_syntax(template)
     try:
-        return chevron_blue.render(
+        rendered: str = chevron_blue.render(
             _tokens(template), _wrap(data), on_missing_key="error" if strict else "ignore"
         )
+        return rendered
     except KeyError as exc:
         text = str(exc.args[0]) if exc.args else ""
         name = text.split("'")[1] if text.count("'") >= 2 else text

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import frontmatter as _frontmatter
+from frontmatter.default_handlers import YAMLHandler
 
 from . import confine
 from .problems import GraphError, Problem
@@ -189,7 +189,7 @@ def read_agent_file(path: Path, role: str) -> AgentLayer:
     fm_text, body = "", text
     if text.lstrip().startswith("---"):
         try:
-            fm_text, body = _frontmatter.YAMLHandler().split(text)
+            fm_text, body = YAMLHandler().split(text)
         except ValueError:
             fm_text, body = "", text
     offset = text[: text.find(fm_text)].count("\n") if fm_text else 0

@@ -13,7 +13,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import frontmatter as _frontmatter
+from frontmatter.default_handlers import YAMLHandler
 from pydantic import ValidationError
 
 from . import confine, subgraphs
@@ -128,7 +128,7 @@ def parse_role_file(path: Path) -> RoleSource:
     if path.suffix == ".md":
         text = _read_text(path)
         try:
-            handler = _frontmatter.YAMLHandler()
+            handler = YAMLHandler()
             fm_text, body = handler.split(text) if text.lstrip().startswith("---") else ("", text)
         except ValueError:
             fm_text, body = "", text

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 
 class PyRefError(Exception):
@@ -176,7 +176,7 @@ def _fresh(ref: str, folder: str | Path | None) -> Callable[..., Any]:
         raise PyRefError(f"module '{found.module}' has no function '{found.function}'")
     if not callable(function):
         raise PyRefError(f"'{ref}' is a {type(function).__name__}, not a function")
-    return function
+    return cast("Callable[..., Any]", function)
 
 
 def _import(found: Found, folder: Path | None) -> Any:

@@ -76,7 +76,7 @@ _KEYWORDS = {**BOUNDED_KEYWORDS, "multipleOf": multiple_of}
 def _bounded(base: Any) -> Any:
     """`base` (a jsonschema validator class) with the bounded keywords it has."""
     replaced = {k: v for k, v in _KEYWORDS.items() if k in base.VALIDATORS}
-    return validators.extend(base, replaced)
+    return validators.extend(base, replaced)  # type: ignore[no-untyped-call]
 
 
 def refused_ref(exc: BaseException) -> RefRefused | None:

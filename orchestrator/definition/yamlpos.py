@@ -24,7 +24,7 @@ Path_ = tuple[str | int, ...]
 Pos = tuple[int, int]  # line and column, 1-based
 
 
-class Yaml12Loader(_BaseLoader):  # type: ignore[valid-type,misc]
+class Yaml12Loader(_BaseLoader):  # type: ignore[valid-type,misc,unused-ignore]
     """A safe loader whose booleans are only true/false (any case), as in YAML 1.2."""
 
 

@@ -30,9 +30,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..definition.loader import GRAPH_SUFFIXES, bundled_graphs_dir
+from ..definition.loader import bundled_graphs_dir
 from ..definition.models import Graph, Role
 from ..definition.problems import Problem
+from ..definition.reserved import GRAPH_SUFFIXES
 
 
 class Refusal(Exception):

@@ -27,9 +27,10 @@ from typing import Any
 from ..actors.recording import RecordingError, load_recording
 from ..core.events import ThreadStatus
 from ..core.outcomes import Refused
-from ..definition.loader import GRAPH_SUFFIXES, bundled_graphs_dir, load_graph
+from ..definition.loader import bundled_graphs_dir, load_graph
 from ..definition.models import Graph
 from ..definition.problems import GraphError
+from ..definition.reserved import GRAPH_SUFFIXES
 from ..extract import format_reply
 from ..linter import lint
 from ..run.options import RunOptions, ThreadResult

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..core import engine
-from ..core.commands import Idle, Record, RunBranches, RunStep
+from ..core.commands import Idle, Record, RunBranches, RunStep, limits_for
 from ..core.events import Event, StepStarted
 from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState, ThreadSummary
@@ -292,7 +292,7 @@ async def advance(
 
 
 async def _loop(thread: LiveThread, actor_for: ActorFor) -> None:
-    limits = engine.limits_for(thread.graph, thread.options.max_steps, thread.options.max_cost_usd)
+    limits = limits_for(thread.graph, thread.options.max_steps, thread.options.max_cost_usd)
     while True:
         command = engine.decide(thread.graph, thread.state, limits)
         match command:

@@ -142,7 +142,7 @@ def guarded(doing: str) -> Callable[[Method[P, R]], Method[P, R]]:
             except sqlite3.Error as exc:
                 raise store_error(exc, self.path, doing) from None
 
-        return run
+        return run  # type: ignore[return-value]  # functools.wraps' type hides the signature
 
     return wrap
 
@@ -152,7 +152,9 @@ def guarded(doing: str) -> Callable[[Method[P, R]], Method[P, R]]:
 _encode = json.JSONEncoder(ensure_ascii=False).encode
 
 GITIGNORE = "# created by orchestrator: the thread store is not source code\n*\n"
-_CONNECT: dict[str, Any] = {"timeout": 30.0, "isolation_level": None, "check_same_thread": False}
+_connect = functools.partial(
+    sqlite3.connect, timeout=30.0, isolation_level=None, check_same_thread=False
+)
 
 
 class SqliteStore:
@@ -176,7 +178,7 @@ class SqliteStore:
         self._states: dict[str, tuple[int, str]] = {}
 
     def _connect_writer(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, **_CONNECT)
+        db = _connect(self.path)
         db.execute("PRAGMA synchronous=NORMAL")  # per connection; WAL is the file's own mode
         return db
 
@@ -195,7 +197,7 @@ class SqliteStore:
                 f"{exc.strerror or exc}; use a writable --store DIR",
                 "unwritable",
             ) from None
-        db = sqlite3.connect(self.path, **_CONNECT)
+        db = _connect(self.path)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -208,11 +210,11 @@ class SqliteStore:
     def _open_readonly(self) -> sqlite3.Connection:
         """Read without writing anything: no folder, no WAL files, no schema created."""
         if not self.path.is_file():  # no store yet: a store without threads
-            db = sqlite3.connect(":memory:", **_CONNECT)
+            db = _connect(":memory:")
             db.executescript(SCHEMA)
             return db
         uri = self.path.resolve().as_uri()
-        db = sqlite3.connect(uri + "?mode=ro", uri=True, **_CONNECT)
+        db = _connect(uri + "?mode=ro", uri=True)
         try:
             db.execute("SELECT count(*) FROM threads").fetchone()
         except sqlite3.OperationalError as exc:
@@ -222,7 +224,7 @@ class SqliteStore:
                 raise
             # A read-only file system, and no -shm file beside the WAL database to read it
             # through: nobody can be writing it, so it can be read as an immutable file.
-            db = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, **_CONNECT)
+            db = _connect(uri + "?mode=ro&immutable=1", uri=True)
         return db
 
     # -- threads

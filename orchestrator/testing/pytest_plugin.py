@@ -137,8 +137,9 @@ def _graph_for(config: pytest.Config, recording: Recording) -> Graph:
     """The graph a recording names, from `orchestrator_graphs`, ./graphs or the bundled ones."""
     # deferred: pytest imports this plugin in every run; the engine loads only for a recording
     from ..actors.recording import RecordingError
-    from ..definition.loader import GRAPH_SUFFIXES, load_graph, resolve_graph_path
+    from ..definition.loader import load_graph, resolve_graph_path
     from ..definition.problems import GraphError
+    from ..definition.reserved import GRAPH_SUFFIXES
 
     name = recording.graph
     if not name:

@@ -96,7 +96,7 @@ def load_tool(ref: str, folder: str | None) -> PythonToolDef:
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, Field(default, description=described.get(param.name)))
     try:
-        arguments = create_model(  # type: ignore[call-overload]
+        arguments = create_model(  # type: ignore[call-overload,unused-ignore]
             f"{name}_input", __config__=ConfigDict(extra="forbid"), **fields
         )
         arguments.model_json_schema()

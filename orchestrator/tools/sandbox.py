@@ -156,7 +156,7 @@ def mechanism() -> Mechanism | None:
         return forced if _works(forced) else None  # type: ignore[return-value]
     for kind in ("bwrap", "unshare"):
         if _works(kind):
-            return kind  # type: ignore[return-value]
+            return kind  # type: ignore[return-value,unused-ignore]
     return None
 
 
