@@ -18,6 +18,11 @@ from .terminal import guard_streams
 
 # name -> (module, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": (
+        "orchestrator.cli.init",
+        "init",
+        "Start a project: a graph, roles, a tested recording.",
+    ),
     "run": ("orchestrator.cli.run", "run", "Run a graph as a new thread."),
     "validate": ("orchestrator.cli.validate", "validate", "Check graph and role files."),
     "graph": ("orchestrator.cli.graph", "graph", "Draw a graph as Mermaid or DOT."),
