@@ -40,6 +40,12 @@ from .session import fail_session, note
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per run, then the summary.")
 @click.option("--report", type=click.Path(dir_okay=False), help="Write an offline HTML report.")
 @click.option(
+    "--replay",
+    "replay",
+    type=click.Path(file_okay=False, exists=True),
+    help="Replay recorded runs (CASE.recording.yaml, CASE/files/) instead of calling models.",
+)
+@click.option(
     "--rescore",
     "rescore_dir",
     type=click.Path(file_okay=False, exists=True),
@@ -56,6 +62,7 @@ def eval_command(
     as_json: bool,
     report: str | None,
     rescore_dir: str | None,
+    replay: str | None,
 ) -> None:
     """Evaluate a graph on a suite of cases: pass rate, pass^k, cost and time per variant."""
 
@@ -77,6 +84,7 @@ def eval_command(
             rescore_only=rescore_dir is not None,
             max_steps=max_steps,
             on_record=on_record,
+            replay=replay,
             notify=note,
         )
     except (SuiteError, EvalError) as exc:

@@ -16,7 +16,16 @@ from ..run.options import ActorFor
 from ..run.session import Session, open_store
 from . import results
 from .results import VariantSummary, summarize
-from .runner import EvalContext, EvalError, Variant, plan, rescore, run_all, variant_name
+from .runner import (
+    EvalContext,
+    EvalError,
+    Variant,
+    plan,
+    recorded,
+    rescore,
+    run_all,
+    variant_name,
+)
 from .suite import Suite, load_suite
 
 
@@ -32,8 +41,11 @@ class EvalOutcome:
         return all(r["passed"] for r in self.records)
 
 
-def default_folder(suite: Suite) -> Path:
-    return Path(".orchestrator") / "evals" / variant_name(suite.path.stem)
+def default_folder(suite: Suite, *, replay: bool = False) -> Path:
+    """`.orchestrator/evals/NAME` (NAME: the suite file's, or its folder's for a `suite.yaml`);
+    a replay's apart, so that the real run after it does not find the replayed results."""
+    name = suite.path.parent.name if suite.path.stem == "suite" else suite.path.stem
+    return Path(".orchestrator") / "evals" / (variant_name(name) + ("-replay" if replay else ""))
 
 
 def _graph(arg: str, cwd: Path | None) -> tuple[Graph, str]:
@@ -66,12 +78,16 @@ def make_variants(suite: Suite, graphs: list[str], models: list[str | None]) -> 
     return out
 
 
-def open_folder(folder: Path, suite: Suite, variants: list[Variant], *, rescoring: bool) -> None:
+def open_folder(
+    folder: Path, suite: Suite, variants: list[Variant], *, rescoring: bool, replay: Path | None
+) -> None:
     """Create the eval's folder, or check that it holds this eval (to continue it)."""
     meta = results.read_meta(folder)
     names = [v.name for v in variants]
     other = meta is not None and (
-        meta.get("suite") != str(suite.path) or meta.get("variant_names") != names
+        meta.get("suite") != str(suite.path)
+        or meta.get("variant_names") != names
+        or meta.get("replay") != (str(replay) if replay is not None else None)
     )
     if meta is not None and other and not rescoring:
         raise EvalError(
@@ -88,6 +104,7 @@ def open_folder(folder: Path, suite: Suite, variants: list[Variant], *, rescorin
             {
                 "suite": str(suite.path),
                 "variant_names": names,
+                "replay": str(replay) if replay is not None else None,
                 "variants": [
                     {"name": v.name, "graph": v.graph_arg, "model": v.model} for v in variants
                 ],
@@ -116,21 +133,29 @@ def evaluate(
     actor_for: ActorFor | None = None,
     max_steps: int | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    replay: str | Path | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> EvalOutcome:
     """Run (or continue, or rescore) an eval; EvalError (or SuiteError) when it cannot."""
     suite = load_suite(suite_path)
-    target = Path(folder) if folder is not None else default_folder(suite)
+    target = Path(folder) if folder is not None else default_folder(suite, replay=bool(replay))
     if rescore_only and not graphs and not models:
         graphs, models = stored_variants(target)
     variants = make_variants(suite, list(graphs or []), list(models or []))
     planned = plan(suite, variants, repeat)
-    open_folder(target, suite, variants, rescoring=rescore_only)
+    replay_dir = Path(replay).resolve() if replay is not None else None
+    open_folder(target, suite, variants, rescoring=rescore_only, replay=replay_dir)
     session = Session(open_store(target / "store"), notify=notify)
+    if replay_dir is not None:
+        missing = [c.id for c in suite.cases if not recorded(replay_dir, c.id)[0].is_file()]
+        if missing:
+            raise EvalError(f"{replay_dir} holds no recording of: {', '.join(missing)}")
     if not rescore_only and actor_for is None:
         for v in variants:  # credentials, prices, a sandbox: before any thread exists
-            session.preflight(v.graph, workspace=suite.folder, replay=False, model=v.model)
-    ctx = EvalContext(suite, target.resolve(), session, actor_for, max_steps, on_record)
+            session.preflight(
+                v.graph, workspace=suite.folder, replay=replay_dir is not None, model=v.model
+            )
+    ctx = EvalContext(suite, target.resolve(), session, actor_for, max_steps, on_record, replay_dir)
     if rescore_only:
         if repeat == 1:  # every stored repeat, however many the eval made
             stored = results.read(target)

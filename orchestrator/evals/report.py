@@ -12,11 +12,20 @@ from .results import VariantSummary, differences, per_case
 def run_line(record: dict[str, Any]) -> str:
     mark = "PASS" if record["passed"] else "FAIL"
     failed = [v for v in record["verdicts"] if not v["passed"]]
-    why = f"  ({failed[0]['name']}: {failed[0]['detail'][:80]})" if failed else ""
+    why = f"  ({failed[0]['name']}: {telling(failed[0]['detail'])})" if failed else ""
     return (
         f"{mark} {record['case']} [{record['variant']} #{record['repeat']}] "
         f"{record['state']}, {record['steps']} steps, {money(record['cost_usd'])}{why}"
     )
+
+
+def telling(detail: str) -> str:
+    """The line of a verdict's detail that says most: a test's FAIL or ERROR line, else the
+    first line."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    found = next((x for x in lines if x.startswith(("FAIL", "ERROR", "FAILED"))), None)
+    text = found or (lines[0] if lines else "")
+    return text if len(text) <= 100 else text[:99] + "…"
 
 
 def _pct(value: float) -> str:

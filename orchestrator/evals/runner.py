@@ -17,6 +17,8 @@ run again; a judge's stored verdict is kept, since judging again would call its 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..actors.recording import RecordingError, load_recording
 from ..core.context import template_context
 from ..core.events import ThreadStatus
 from ..definition.models import Graph
@@ -70,6 +73,7 @@ class EvalContext:
     actor_for: ActorFor | None = None  # tests and the Python API: who plays every role
     max_steps: int | None = None
     on_record: Callable[[dict[str, Any]], None] | None = None
+    replay: Path | None = None  # recorded runs: CASE.recording.yaml and CASE/files/ each
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def run_dir(self, planned: Planned) -> Path:
@@ -148,21 +152,64 @@ async def _advance(ctx: EvalContext, p: Planned) -> ThreadResult:
             if state.status.ended or state.status == ThreadStatus.WAITING:
                 view = ctx.session.view(thread_id)
                 return ThreadResult.of(thread_id, state, list(view.path))
-            if state.status == ThreadStatus.SUSPENDED:
+            if ctx.replay is not None:  # a replay is quick: made again from its start
+                pass
+            elif state.status == ThreadStatus.SUSPENDED:
                 return await ctx.session.resume(
                     graph, thread_id, options=options, actor_for=ctx.actor_for
                 )
-            return await ctx.session.advance(  # running when its process died: taken over
-                graph, thread_id, options=options, actor_for=ctx.actor_for
-            )
+            else:  # running when its process died: taken over
+                return await ctx.session.advance(
+                    graph, thread_id, options=options, actor_for=ctx.actor_for
+                )
     fresh_workspace(p.case.workspace, where / "workspace")
     started = ctx.session.start(
-        graph, dict(p.case.inputs), folder=where / "workspace", in_place=True
+        graph,
+        dict(p.case.inputs),
+        folder=where / "workspace",
+        in_place=True,
+        replay=ctx.replay is not None,
     )
     marker.write_text(started.thread_id + "\n", encoding="utf-8")
+    if ctx.replay is not None:
+        return await _replayed(ctx, p, started.thread_id, options)
     return await ctx.session.advance(
         graph, started.thread_id, options=options, actor_for=ctx.actor_for
     )
+
+
+def recorded_measures(folder: Path, case: str) -> dict[str, Any] | None:
+    """The recorded run's cost, tokens and seconds (CASE.result.json), if it kept them."""
+    path = folder / f"{case}.result.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def recorded(folder: Path, case: str) -> tuple[Path, Path]:
+    """A recorded run of `case`: its recording, and the folder of the files it left changed."""
+    return folder / f"{case}.recording.yaml", folder / case / "files"
+
+
+async def _replayed(
+    ctx: EvalContext, p: Planned, thread_id: str, options: RunOptions
+) -> ThreadResult:
+    """The thread replayed from its recording; then the files the recorded run left changed
+    are put in the workspace (a replay runs no tool, so it changes no file itself)."""
+    assert ctx.replay is not None
+    recording_path, files = recorded(ctx.replay, p.case.id)
+    try:
+        recording = load_recording(recording_path)
+    except RecordingError as exc:
+        raise EvalError(str(exc)) from None
+    result = await ctx.session.advance(
+        p.variant.graph, thread_id, options=options, replay=recording
+    )
+    if files.is_dir():
+        shutil.copytree(files, ctx.run_dir(p) / "workspace", dirs_exist_ok=True)
+    return result
 
 
 def eval_run(ctx: EvalContext, p: Planned, thread_id: str) -> tuple[EvalRun, int, float]:
@@ -198,6 +245,10 @@ async def judge_run(
     """The run's record. `judge`: a stored judge verdict to keep (a rescore) instead of
     asking the judge again."""
     run, tokens, seconds = eval_run(ctx, p, thread_id)
+    measured = recorded_measures(ctx.replay, p.case.id) if ctx.replay is not None else None
+    if measured is not None:  # a replay costs nothing and takes no time: the recorded run's
+        run = dataclasses.replace(run, cost_usd=float(measured.get("cost_usd", 0.0)))
+        tokens, seconds = int(measured.get("tokens", 0)), float(measured.get("seconds", 0.0))
     expect = p.case.expect
     verdicts: list[Verdict] = thread_checks(p.case, run)
     if expect.command is not None:
