@@ -5,7 +5,8 @@ the thread (ending, path, fields, cost) read its log only; `command` runs in the
 workspace inside the sandbox, as a role's commands run (tools/sandbox.py: the workspace
 writable, the rest of the machine read-only, no network, the home folders and the eval's
 store hidden, a scrubbed environment), because the files it runs were written by the roles.
-`python` calls the suite's own scorer. A run passes when its thread completed and every
+Its `copy` (the hidden tests) is put into the workspace by `copy_over`, which never writes
+through a link a role left there. `python` calls the suite's own scorer. A run passes when its thread completed and every
 verdict passed.
 """
 
@@ -107,10 +108,30 @@ def thread_checks(case: Case, run: EvalRun) -> list[Verdict]:
     return out
 
 
+def copy_over(source: Path, workspace: Path) -> None:
+    """Copy the suite's folder into a workspace the roles wrote. Whatever the workspace holds
+    under the names the folder brings is removed first, without following it: a role could
+    have put a symlink there (`hidden_tests -> ~/.config`), through which a plain copy, made
+    by this process outside any sandbox, would write wherever the link points. What is then
+    written is made fresh here, so no path of it goes through a link."""
+    for entry in source.iterdir():
+        target = workspace / entry.name
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)  # does not follow the links inside it
+        elif target.exists():  # a FIFO, a socket: not a place to write to either
+            target.unlink()
+        if entry.is_dir():
+            shutil.copytree(entry, target, symlinks=True)
+        else:
+            shutil.copy2(entry, target, follow_symlinks=False)
+
+
 async def run_command(command: Command, workspace: Path) -> Verdict:
     """The command in the final workspace, sandboxed; exit status 0 passes."""
     if command.copy is not None:  # the hidden tests: never in the workspace while roles ran
-        shutil.copytree(command.copy, workspace, dirs_exist_ok=True, symlinks=True)
+        copy_over(command.copy, workspace)
     secrets = Secrets.from_environment()
     policy = sandboxing.policy_for(None, agent=False)
     try:

@@ -8,6 +8,11 @@ is the top of a git repository (through vcs/git_safe.py: no hooks, no filters, l
 only), so no run sees another's files and the source is never touched. Threads work there in
 place (the copy is theirs alone).
 
+Replaying (`--replay DIR`): each run's thread replays `DIR/CASE.recording.yaml`, then the files
+the recorded run left changed (`DIR/CASE/files/`) are copied into its fresh workspace, since a
+replay runs no tool; its cost and time are the recorded run's (`DIR/CASE.result.json`). The
+expectations then judge it as any run, the hidden tests run for real.
+
 Continuing: a run already in `results.jsonl` is not run again; a run with a thread that did not
 finish (Ctrl-C suspends it) is resumed; any other run starts afresh. `rescore` judges the stored
 runs again with the suite as it is now: the thread checks, the command and the Python scorer

@@ -6,11 +6,12 @@ and cannot read the user's home. Each attack beside its control."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 
 import pytest
 
-from orchestrator.evals.expect import run_command
+from orchestrator.evals.expect import copy_over, run_command
 from orchestrator.evals.suite import Command
 
 
@@ -50,3 +51,32 @@ def test_a_role_written_script_cannot_read_the_home_folder(
     passed, detail = run(f"cat {home}/.netrc; cat copy", ws)
     assert "home-secret-31337" not in detail  # the attack failed
     assert "workspace-value-31337" in detail  # control: the command ran, its output is seen
+
+
+def planted(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A workspace where a role left `hidden_tests` as a link to a folder of the user's, and a
+    suite whose hidden tests have that name."""
+    victim = tmp_path / "home" / "config"
+    victim.mkdir(parents=True)
+    (victim / "test_hidden.py").write_text("the user's own file\n")
+    suite_hidden = tmp_path / "suite" / "hidden"
+    (suite_hidden / "hidden_tests").mkdir(parents=True)
+    (suite_hidden / "hidden_tests" / "test_hidden.py").write_text("import unittest\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hidden_tests").symlink_to(victim)
+    return victim, suite_hidden, ws
+
+
+def test_the_hidden_tests_are_not_copied_through_a_link_a_role_left(tmp_path: Path) -> None:
+    victim, suite_hidden, ws = planted(tmp_path)
+    copy_over(suite_hidden, ws)
+    assert (victim / "test_hidden.py").read_text() == "the user's own file\n"  # untouched
+    assert not (ws / "hidden_tests").is_symlink()
+    assert (ws / "hidden_tests" / "test_hidden.py").read_text() == "import unittest\n"
+
+
+def test_control_a_plain_copy_writes_through_the_link(tmp_path: Path) -> None:
+    victim, suite_hidden, ws = planted(tmp_path)
+    shutil.copytree(suite_hidden, ws, dirs_exist_ok=True, symlinks=True)
+    assert (victim / "test_hidden.py").read_text() == "import unittest\n"  # the attack works
