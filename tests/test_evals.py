@@ -204,3 +204,43 @@ def test_inputs_wrong_for_the_graph_start_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert f"{suite}:" in done.stderr and "case 'hello' on a" in done.stderr
     assert not (tmp_path / "p" / "o").exists()
+
+
+LIBRARY_JUDGE = """---
+description: Scores a run from the role library
+goal: You score runs.
+actor: { python: "players:judge" }
+frontmatter:
+  type: object
+  properties:
+    score: { type: number }
+    reason: { type: string }
+  required: [score, reason]
+---
+Score the run.
+"""
+
+
+def test_a_judge_from_the_role_library_scores_the_run(tmp_path: Path) -> None:
+    suite = make_project(tmp_path / "p", ["hello"])
+    (tmp_path / "p" / "roles").mkdir()
+    (tmp_path / "p" / "roles" / "grader.md").write_text(LIBRARY_JUDGE)
+    suite.write_text(
+        suite.read_text().replace("judge: judge", "judge: { role: grader, min_score: 0.95 }")
+    )
+    outcome = evaluate(suite, folder=tmp_path / "out")
+    record = outcome.records[0]
+    assert record["judge"]["verdict"]["score"] == 0.9
+    assert not verdicts(record)["judge"]  # 0.9 is under the case's min_score
+    judge_thread = SqliteStore(tmp_path / "out" / "store").thread(record["judge"]["thread"])
+    assert judge_thread.graph == "eval-judge"
+
+
+def test_a_judge_without_the_score_contract_is_refused_before_any_run(tmp_path: Path) -> None:
+    suite = make_project(tmp_path / "p", ["hello"])
+    suite.write_text(suite.read_text().replace("judge: judge", "judge: checker"))
+    done = cli([str(suite), "--out", "o"], tmp_path / "p")
+    assert done.returncode == 2, done.stderr
+    assert "judge 'checker': a judge role has no statuses" in done.stderr
+    assert f"{suite}:" in done.stderr
+    assert not (tmp_path / "p" / "count-hello").exists()  # nothing ran

@@ -22,6 +22,7 @@ import yaml
 from ..definition.loader import load_graph, resolve_graph_path
 from ..definition.models import Graph
 from ..definition.problems import GraphError
+from ..definition.reserved import SINGLE_EXIT
 from ..run.options import ActorFor, RunOptions
 from ..run.session import Session
 from .expect import EvalRun, Verdict, scored
@@ -58,7 +59,32 @@ def judge_graph(judge: Judge, graph_path: Path | None, suite_folder: Path) -> Gr
         },
     }
     text = yaml.safe_dump(data, sort_keys=False)
-    return load_graph(folder / f"eval-judge-{judge.role}.yaml", text=text)
+    graph = load_graph(folder / f"eval-judge-{judge.role}.yaml", text=text)
+    contract = graph.roles["judge"].contract
+    scored_by = contract.for_status(SINGLE_EXIT) if contract.single_exit else None
+    if scored_by is None or not {"score", "reason"} <= scored_by.required:
+        raise JudgeUnusable(
+            f"judge {judge.role!r}: a judge role has no statuses and its frontmatter requires "
+            "`score` (a number in [0, 1]) and `reason`"
+        )
+    return graph
+
+
+class JudgeUnusable(ValueError):
+    """The judge role cannot score: not found, or not the score contract."""
+
+
+def judge_problem(judge: Judge, graph_path: str | None, suite_folder: Path) -> str | None:
+    """Why the judge cannot be used (checked before any run), or None."""
+    try:
+        found = resolve_graph_path(graph_path, suite_folder) if graph_path else None
+        judge_graph(judge, found, suite_folder)
+    except GraphError as exc:
+        first = exc.problems[0] if exc.problems else None
+        return f"judge {judge.role!r}: " + (first.message if first is not None else str(exc))
+    except JudgeUnusable as exc:
+        return str(exc)
+    return None
 
 
 def describe(run: EvalRun) -> str:
@@ -84,17 +110,11 @@ async def run_judge(
     actor_for: ActorFor | None = None,
 ) -> tuple[Verdict, str | None, float]:
     """(verdict, the judge thread's id, its cost)."""
-    try:
-        found = resolve_graph_path(graph_path, suite_folder) if graph_path else None
-        graph = judge_graph(judge, found, suite_folder)
-    except GraphError as exc:
-        first = exc.problems[0] if exc.problems else None
-        said = first.message if first is not None else str(exc)
-        return (
-            Verdict("judge", False, 0.0, f"judge {judge.role!r} cannot be used: {said}"),
-            None,
-            0.0,
-        )
+    problem = judge_problem(judge, graph_path, suite_folder)
+    if problem is not None:
+        return Verdict("judge", False, 0.0, problem), None, 0.0
+    found = resolve_graph_path(graph_path, suite_folder) if graph_path else None
+    graph = judge_graph(judge, found, suite_folder)
     started = session.start(graph, {"run": describe(run)}, folder=run.workspace, in_place=True)
     result = await session.advance(
         graph, started.thread_id, options=RunOptions(), actor_for=actor_for

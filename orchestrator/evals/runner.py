@@ -43,7 +43,7 @@ from ..store.base import ThreadNotFound
 from ..vcs.git_safe import WorktreeError, run_git
 from . import results
 from .expect import EvalRun, Verdict, run_command, run_scorer, thread_checks
-from .judge import run_judge
+from .judge import judge_problem, run_judge
 from .suite import Case, Suite
 
 
@@ -93,12 +93,22 @@ def variant_name(text: str) -> str:
 def plan(suite: Suite, variants: list[Variant], repeat: int) -> list[Planned]:
     """Every run, its inputs checked against each variant's graph first."""
     problems = []
+    judged: dict[tuple[str, str], str | None] = {}  # (role, graph): its problem, checked once
     for variant in variants:
         for case in suite.cases:
             try:
                 check_inputs(variant.graph, case.inputs)
             except InputError as exc:
                 problems.append(f"{case.where}: case {case.id!r} on {variant.name}: {exc}")
+            judge = case.expect.judge
+            said = None
+            if judge is not None:
+                key = (judge.role, variant.graph_arg)
+                if key not in judged:
+                    judged[key] = judge_problem(judge, variant.graph_arg, suite.folder)
+                said = judged[key]
+            if said is not None:
+                problems.append(f"{case.where}: case {case.id!r} on {variant.name}: {said}")
     if problems:
         raise EvalError("\n".join(problems))
     return [
