@@ -140,7 +140,7 @@ def test_ctrl_c_keeps_the_judged_runs_and_the_same_command_continues(tmp_path: P
             proc.kill()
     assert proc.returncode == 3, err
     assert "continue with the same command" in err
-    folder = project / ".orchestrator" / "evals" / "p"
+    folder = Path(os.environ["ORCHESTRATOR_HOME"]) / "evals" / "p"  # the default
     assert set(read(folder)) == {"a/fast/1"}  # judged before the interruption, kept
     slow_thread = (folder / "runs" / "a" / "slow" / "1" / "thread").read_text().strip()
     store = SqliteStore(folder / "store")

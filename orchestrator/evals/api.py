@@ -14,6 +14,7 @@ from ..definition.models import Graph
 from ..definition.problems import GraphError
 from ..run.options import ActorFor
 from ..run.session import Session, open_store
+from ..store.base import default_store_dir
 from . import results
 from .results import VariantSummary, summarize
 from .runner import (
@@ -42,10 +43,11 @@ class EvalOutcome:
 
 
 def default_folder(suite: Suite, *, replay: bool = False) -> Path:
-    """`.orchestrator/evals/NAME` (NAME: the suite file's, or its folder's for a `suite.yaml`);
+    """`.orchestrator/evals/NAME` (the thread store's folder: `ORCHESTRATOR_HOME` moves it; NAME
+    the suite file's, or its folder's for a `suite.yaml`), where `serve` shows it;
     a replay's apart, so that the real run after it does not find the replayed results."""
     name = suite.path.parent.name if suite.path.stem == "suite" else suite.path.stem
-    return Path(".orchestrator") / "evals" / (variant_name(name) + ("-replay" if replay else ""))
+    return default_store_dir() / "evals" / (variant_name(name) + ("-replay" if replay else ""))
 
 
 def _graph(arg: str, cwd: Path | None) -> tuple[Graph, str]:
@@ -168,3 +170,14 @@ def evaluate(
         records = [stored[p.key] for p in planned if p.key in stored]
     names = [v.name for v in variants]
     return EvalOutcome(target, names, records, summarize(records, names))
+
+
+def stored_outcome(folder: Path) -> EvalOutcome | None:
+    """The eval stored in `folder` as the command last left it (no run, no rescore), or None
+    when the folder holds no eval."""
+    meta = results.read_meta(folder)
+    if meta is None:
+        return None
+    names = [str(n) for n in meta.get("variant_names") or []]
+    records = [r for r in results.read(folder).values() if r.get("variant") in names]
+    return EvalOutcome(folder, names, records, summarize(records, names))
