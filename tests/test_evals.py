@@ -15,6 +15,7 @@ import pytest
 
 from orchestrator.evals.api import evaluate
 from orchestrator.evals.results import read
+from orchestrator.evals.runner import EvalError
 from orchestrator.evals.suite import SuiteError, load_suite
 from orchestrator.store.sqlite import SqliteStore
 from tests.eval_project import make_project
@@ -244,3 +245,14 @@ def test_a_judge_without_the_score_contract_is_refused_before_any_run(tmp_path: 
     assert "judge 'checker': a judge role has no statuses" in done.stderr
     assert f"{suite}:" in done.stderr
     assert not (tmp_path / "p" / "count-hello").exists()  # nothing ran
+
+
+def test_graphs_and_models_cross_into_variants(tmp_path: Path) -> None:
+    suite = make_project(tmp_path / "p", ["level"])
+    graphs = [str(tmp_path / "p" / "a.yaml"), str(tmp_path / "p" / "b.yaml")]
+    outcome = evaluate(suite, folder=tmp_path / "out", graphs=graphs, models=["opus", "sonnet"])
+    assert outcome.variants == ["a-opus", "a-sonnet", "b-opus", "b-sonnet"]
+    assert [s.pass_rate for s in outcome.summaries] == [1.0] * 4
+    # The same folder with other variants is another eval: refused, nothing run.
+    with pytest.raises(EvalError, match="holds another eval"):
+        evaluate(suite, folder=tmp_path / "out", models=["opus"])

@@ -11,5 +11,7 @@ judged, so an eval stopped by Ctrl-C keeps every finished run, and the same comm
 the others (the interrupted threads resumed where they stopped). `--rescore` judges the stored
 runs again with the suite as it is now, without calling any model (`results.py`). The summary
 per variant (pass rate, pass^k, cost and time) is printed as a table, as JSON lines, or drawn
-in an offline HTML page (`report.py`, `html.py`).
+in an offline HTML page (`report.py`, `html.py`), which `serve` also shows (web/evals_page.py).
+`--replay DIR` plays recorded runs instead of calling models (the solve-issue suite's recorded
+run: examples/evals/solve-issue/). The judge is a role in a one-step graph (`judge.py`).
 """
