@@ -91,6 +91,9 @@ def eval_command(
         fail(f"eval not started:\n{exc}", EXIT_USAGE)
     except SessionError as exc:
         fail_session(exc)
+    except OSError as exc:  # a workspace that cannot be copied, a full disk
+        where = f" ({exc.filename})" if exc.filename else ""
+        fail(f"the eval stopped: {exc.strerror or exc}{where}", EXIT_PROBLEMS)
     except KeyboardInterrupt:
         again = " ".join(shlex.quote(a) for a in ["orchestrator", "eval", *sys.argv[2:]])
         click.echo(
