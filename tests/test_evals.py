@@ -256,3 +256,12 @@ def test_graphs_and_models_cross_into_variants(tmp_path: Path) -> None:
     # The same folder with other variants is another eval: refused, nothing run.
     with pytest.raises(EvalError, match="holds another eval"):
         evaluate(suite, folder=tmp_path / "out", models=["opus"])
+
+
+def test_concurrency_bounds_the_runs_at_a_time(tmp_path: Path) -> None:
+    words = [f"pair{i}" for i in range(1, 7)]
+    suite = make_project(tmp_path / "p", words)
+    outcome = evaluate(suite, folder=tmp_path / "out", concurrency=2)
+    assert outcome.all_passed
+    # Each worker waited for a second one beside it: two ran at once, never three.
+    assert (tmp_path / "p" / "peak").read_text() == "2"
