@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "mcp",
         "Serve orchestrator's tools over MCP (stdio), for coding agents.",
     ),
+    "eval": ("orchestrator.cli.eval", "eval_command", "Evaluate a graph on a suite of cases."),
     "worker": (
         "orchestrator.cli.worker",
         "worker",

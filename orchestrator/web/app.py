@@ -41,6 +41,7 @@ from ..definition.problems import GraphError
 from ..run.session import Session, SessionError, open_store
 from ..store.base import StoreError, ThreadRow
 from .answer_form import reply_from_form
+from .evals_page import eval_routes
 from .guard import ASGIApp, Guard
 from .html import error_page
 from .list_page import STATES, select, signature, threads_page
@@ -100,6 +101,7 @@ def make_app(
         Route("/threads/{thread_id}/resume", web.resume, methods=["POST"]),
         Route("/threads/{thread_id}/cancel", web.cancel, methods=["POST"]),
         Route("/static/{name}", web.asset),
+        *eval_routes(store_dir if temporal is None else None),  # the evals view (evals_page.py)
     ]
     app = Starlette(routes=routes, lifespan=web.lifespan)
     return Guard(app, token=token, loopback=loopback)
