@@ -189,7 +189,7 @@ class LiveView:
                 self.repairs = 0
                 self.inside = self.tool = None
                 role = self.graph.roles.get(event.role)
-                if self.interactive and role is not None and role.actor == "human":
+                if self.interactive and role is not None and role.is_human:
                     self._pause_display()
             case StepCommitted():
                 self.inside = self.tool = None
