@@ -15,6 +15,7 @@ from ..core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, Thre
 from ..core.ledger import TOKEN_KEYS, money, tokens
 from ..core.steps import StepView, ThreadView, thread_view
 from ..store.base import StoredEvent, ThreadRow
+from .facts import StepFigures, step_facts
 from .plural import noun, plural
 
 if TYPE_CHECKING:
@@ -205,18 +206,7 @@ def _step_lines(
     lines: list[str] = []
     for s in steps:
         outcome = f"→ {s.status}" if s.status else "(not committed)"
-        facts = [f"{s.duration_s:.1f}s"] if s.status else []
-        usage = s.total_usage
-        tok = tokens(usage)
-        if tok:
-            cached = usage.get("cache_read_input_tokens", 0)
-            facts.append(f"{tok:,} tok" + (f" ({cached:,} cached)" if cached else ""))
-        if s.total_cost_usd:
-            facts.append(money(s.total_cost_usd))
-        if s.tool_calls:
-            facts.append(plural(s.tool_calls, "tool call"))
-        if s.actor and s.actor not in ("anthropic", "AnthropicActor"):
-            facts.append(s.actor)
+        facts = step_facts(StepFigures.of_step(s))
         kind = f" [branch {s.branch + 1}]" if s.branch is not None else " [join]" if s.join else ""
         lines.append(
             f"{indent}#{s.step:<3} {s.role}{kind} {outcome}"
