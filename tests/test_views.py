@@ -20,7 +20,7 @@ from orchestrator.store.base import StoredEvent, ThreadRow
 from orchestrator.views.facts import StepFigures, step_facts
 from orchestrator.views.loops import back_edges, sends_back
 from orchestrator.views.story import story_text
-from orchestrator.views.summary import ago, spent, summary_row, why
+from orchestrator.views.summary import Totals, ago, spent, summary_row, totals, why
 from orchestrator.web.list_page import threads_page
 from orchestrator.web.thread_page import thread_page
 from tests.test_branches import GRAPH as FAN_GRAPH
@@ -164,3 +164,34 @@ def test_threads_list_and_the_web_list_show_the_same_row() -> None:
     assert '<td class="num">$0.0123</td>' in html
     assert f"<td>{'r' * 89}…</td>" in html  # the web page has room for more of the reason
     assert reason in line
+
+
+def test_the_story_and_the_web_page_head_a_thread_with_the_same_totals() -> None:
+    state, stored, _ = _one_step_thread()
+    row = ThreadRow(
+        "t1",
+        "solve-issue",
+        "",
+        "",
+        ThreadStatus.RUNNING,
+        1,
+        0.0231,
+        1000,
+        100,
+        0.0,
+        0.0,
+        "",
+        "/w",
+        3,
+    )
+    view = thread_view([s.event for s in stored])
+    spent = totals(view)
+    assert (spent.steps, spent.tokens, spent.cost) == ("1 step", "1,124 tokens", "$0.0231")
+    assert story_text(row, stored).startswith(
+        "thread t1 · solve-issue · running · 1 step · $0.0231 · 1,124 tokens\n"
+    )
+    html = thread_page(row, view, graph=None, question=None, where="")
+    assert "<span>1 step</span><span>1,124 tokens</span><span>$0.0231</span>" in html
+    # Nothing spent: a dash on both, as in the lists.
+    free = thread_view([s.event for s in stored[:2]])
+    assert totals(free) == Totals("0 steps", "0 tokens", "—")

@@ -12,11 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
-from ..core.ledger import TOKEN_KEYS, money, tokens
+from ..core.ledger import TOKEN_KEYS, money
 from ..core.steps import StepView, ThreadView, thread_view
 from ..store.base import StoredEvent, ThreadRow
 from .facts import StepFigures, step_facts
 from .plural import noun, plural
+from .summary import totals
 
 if TYPE_CHECKING:
     from ..run.waiting import Question
@@ -167,10 +168,9 @@ def story_text(
     view = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
     status, reason = shown_state(row, state.status, state.reason)
-    total = sum(tokens(s.total_usage) for s in steps)
+    spent = totals(view)
     lines = [
-        f"thread {row.id} · {row.graph} · {status} · {plural(state.committed, 'step')} · "
-        f"{money(state.cost_usd)} · {plural(total, 'token')}",
+        f"thread {row.id} · {row.graph} · {status} · {spent.steps} · {spent.cost} · {spent.tokens}",
         f"workspace: {state.workspace}",
         f"started {_when(row.created)}, last event {_when(row.updated)}",
         "",

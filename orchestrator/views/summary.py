@@ -6,7 +6,8 @@ last event came, and why it stands where it stands: the reason a thread that did
 gives (suspended, waiting, failed, cancelled), cut to the width its face has, with `…` where it
 was cut. A thread that spent nothing shows `—` (a person's or a Python function's steps, a
 replay, a model without a known price), not `$0.0000`. Times are ages (`5m ago`): a list is read
-to find the thread that just moved. The JSON form of a row is `ThreadRow.to_dict`
+to find the thread that just moved. A thread's own totals (`totals`: steps, tokens, cost) head
+its story and its web page. The JSON form of a row is `ThreadRow.to_dict`
 (`threads list --json` and MCP's `list_threads`).
 """
 
@@ -15,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.events import ThreadStatus
-from ..core.ledger import money
+from ..core.ledger import money, tokens
+from ..core.steps import ThreadView
 from ..store.base import ThreadRow
+from .plural import plural
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,24 @@ def summary_row(row: ThreadRow, *, now: float, why_width: int) -> SummaryRow:
         ago(row.created, now),
         ago(row.updated, now),
         why(row.state, row.reason, why_width),
+    )
+
+
+@dataclass(frozen=True)
+class Totals:
+    steps: str
+    tokens: str
+    cost: str
+
+
+def totals(view: ThreadView) -> Totals:
+    """A thread's steps, tokens (rejected replies' included) and cost, from its log: the first
+    line of its story and the facts at the top of its web page."""
+    spent_tokens = sum(tokens(s.total_usage) for s in view.steps)
+    return Totals(
+        plural(view.state.committed, "step"),
+        plural(spent_tokens, "token"),
+        spent(view.state.cost_usd),
     )
 
 

@@ -17,16 +17,15 @@ from dataclasses import dataclass
 
 from ..core.allowed import can_cancel, can_resume
 from ..core.events import ThreadStatus
-from ..core.ledger import tokens
 from ..core.steps import StepView, ThreadView
 from ..definition.models import Graph
 from ..render.diagram import Taken
 from ..run.waiting import Question
 from ..store.base import ThreadRow
 from ..views.facts import StepFigures, step_facts
-from ..views.plural import plural
 from ..views.story import ledger
 from ..views.summary import spent as cost
+from ..views.summary import totals
 from .answer_form import answer_forms
 from .html import badge, esc, page, pre, stamp, value_text
 from .svg import to_svg
@@ -62,13 +61,13 @@ def thread_page(
 ) -> str:
     state = view.state
     status = str(state.status)
-    total_tokens = sum(tokens(s.total_usage) for s in view.steps)
+    spent = totals(view)
     head = [
         f'<h1>thread <span class="mono">{esc(row.id)}</span></h1>',
         '<div class="facts" data-live="facts">',
         f"{badge(status)} <span>graph {esc(row.graph)}</span>",
-        f"<span>{plural(state.committed, 'step')}</span><span>{plural(total_tokens, 'token')}</span>",
-        f"<span>{cost(state.cost_usd)}</span><span>started {esc(stamp(row.created))}</span>",
+        f"<span>{spent.steps}</span><span>{spent.tokens}</span>",
+        f"<span>{spent.cost}</span><span>started {esc(stamp(row.created))}</span>",
         f"<span>last event {esc(stamp(row.updated))}</span>",
         f"<span>workspace <code>{esc(state.workspace)}</code></span>",
         "</div>",
