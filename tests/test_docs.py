@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = sorted((REPO / "docs").glob("*.md"))
-PAGES = [REPO / "README.md", *DOCS]
+PAGES = [REPO / "README.md", REPO / "ARCHITECTURE.md", *DOCS]
 FORMAT_DOC = REPO / "docs" / "format.md"
 
 # Files that still cite the format by its old name; they are being rewritten elsewhere, and each

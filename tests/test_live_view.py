@@ -18,13 +18,14 @@ from rich.console import Console
 from orchestrator.cli import cli
 from orchestrator.cli.display import PlainPrinter
 from orchestrator.cli.drive import choose_view
-from orchestrator.cli.live import LiveView, back_edges, clock_text, live_possible
+from orchestrator.cli.live import LiveView, clock_text, live_possible
 from orchestrator.core.engine import apply
 from orchestrator.core.state import ThreadState
 from orchestrator.definition.loader import load_graph
 from orchestrator.run.options import RunOptions
 from orchestrator.store.base import StoredEvent
 from orchestrator.testing import reply, simulate
+from orchestrator.views.loops import sends_back
 from tests.solve_issue_scenario import RECORDING, REPO
 
 
@@ -148,7 +149,7 @@ def test_the_display_steps_aside_while_a_person_answers() -> None:
 
 
 def test_back_edges_are_the_routes_that_send_work_back() -> None:
-    assert back_edges(load_graph("solve-issue")) == {
+    assert sends_back(load_graph("solve-issue")) == {
         ("developer", "blocked"),
         ("reviewer", "rejected"),
         ("tester", "failed"),

@@ -8,15 +8,25 @@ Defaults: the repository this file is in, the package `orchestrator`, 500 lines.
 1. **No long modules.** No module of the package has more than `--max-lines` lines.
 2. **No import cycles.** The import graph is built from the `ast` of every module: imports at
    module level and inside functions and classes, relative imports resolved; `from P import x`
-   is an import of the module `P.x` when there is one, else of `P`. Imports under
+   is an import of the module `P.x` when there is one, else of `P`. Importing `a.b.c` also runs
+   `a/__init__` and `a/b/__init__`, so the graph has those edges too (not towards the
+   importer's own packages: they are already running when it runs), and a package `__init__`
+   that eagerly imports its submodules is seen on the cycles it makes. Imports under
    `if TYPE_CHECKING:` are left out: they never run, so they cannot make a cycle at run time.
    Every import that lies on a cycle is shown in at least one reported cycle (the shortest one
    through it), as a chain `a -> b -> a`.
 3. **Imports inside a function say why.** The project imports at the top of a module, except
    where importing late keeps start-up fast (or breaks what would be a cycle). Such an import
    needs a comment on its own line or on the line above, saying why; a run of consecutive
-   imports (blank lines between isort's groups allowed) shares the comment above its first line. A bare `# noqa` or `# type: ignore` does not
-   say why.
+   imports (blank lines between isort's groups allowed) shares the comment above its first
+   line. A bare `# noqa` or `# type: ignore` does not say why.
+4. **No loose modules.** The package's top level holds only `__init__` and `__main__`; every
+   other module belongs to the subpackage of its idea.
+5. **No cycles between packages.** A package is a folder directly under the package (with every
+   module below it); package A importing package B (any module of A importing any module of B,
+   as in rule 2) and B importing A, directly or through others, is a cycle even when no module
+   cycle makes it: the layers must point one way. Each reported cycle names, for every arrow,
+   one import that makes it.
 
 It needs nothing but the standard library, and imports nothing it checks.
 """
@@ -137,6 +147,7 @@ def _known_prefix(name: str, known: set[str]) -> str:
 
 
 def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
+    """Module -> the modules that importing it runs first (rule 2)."""
     known = set(modules)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for module in modules.values():
@@ -144,7 +155,18 @@ def import_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
         for imp in imports_of(module.tree):
             if not imp.type_checking:
                 graph[module.name] |= targets(module, imp.node, known) - {module.name}
+    for name, imported in graph.items():
+        running = {name, *_packages_of(name)}
+        for target in list(imported):
+            # `import a.b.c` runs a/__init__ and a/b/__init__ before c.
+            imported |= {p for p in _packages_of(target) if p in known} - running
     return graph
+
+
+def _packages_of(name: str) -> list[str]:
+    """The packages holding a dotted module, outermost first: a.b.c -> [a, a.b]."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 # --------------------------------------------------------------------------- the rules
@@ -243,6 +265,44 @@ def _rotated(cycle: list[str]) -> tuple[str, ...]:
     return tuple(cycle[first:] + cycle[:first])
 
 
+def loose_modules(modules: dict[str, Module], root: Path, package: str) -> list[str]:
+    """Rule 4: modules at the package's top level other than `__init__` and `__main__`."""
+    return [
+        f"{m.path.relative_to(root)}: a module at the top level of {package} "
+        "(only __init__ and __main__ belong there: move it into the package of its idea)"
+        for m in modules.values()
+        if not m.is_package
+        and m.name.rpartition(".")[0] == package
+        and m.name != f"{package}.__main__"
+    ]
+
+
+def package_cycles(graph: dict[str, set[str]], package: str) -> list[str]:
+    """Rule 5: cycles between the packages directly under `package`, each arrow with a witness."""
+    depth = package.count(".") + 2
+
+    def unit(name: str) -> str:
+        return ".".join(name.split(".")[:depth])
+
+    units: dict[str, set[str]] = {}
+    witness: dict[tuple[str, str], tuple[str, str]] = {}
+    for importer in sorted(graph):
+        units.setdefault(unit(importer), set())
+        # The module named by the import statement, before the packages it runs on the way.
+        for target in sorted(graph[importer], key=lambda t: (-t.count("."), t)):
+            arrow = (unit(importer), unit(target))
+            if arrow[0] != arrow[1]:
+                units[arrow[0]].add(arrow[1])
+                units.setdefault(arrow[1], set())
+                witness.setdefault(arrow, (importer, target))
+    found = []
+    for cycle in cycles(units):
+        arrows = zip(cycle, cycle[1:], strict=False)  # the chain repeats its first package
+        reasons = "; ".join("{} imports {}".format(*witness[arrow]) for arrow in arrows)
+        found.append("package cycle: " + " -> ".join(cycle) + f" ({reasons})")
+    return found
+
+
 def unexplained_late_imports(modules: dict[str, Module], root: Path) -> list[str]:
     problems = []
     for module in modules.values():
@@ -300,9 +360,12 @@ def _says_why(comment: str) -> bool:
 def check(root: Path, package: str, max_lines: int = MAX_LINES) -> list[str]:
     """Every offence, one line each (empty when the package keeps the rules)."""
     modules = find_modules(root, package)
+    graph = import_graph(modules)
     problems = long_modules(modules, root, max_lines)
-    problems += ["import cycle: " + " -> ".join(c) for c in cycles(import_graph(modules))]
+    problems += ["import cycle: " + " -> ".join(c) for c in cycles(graph)]
     problems += unexplained_late_imports(modules, root)
+    problems += loose_modules(modules, root, package)
+    problems += package_cycles(graph, package)
     return problems
 
 

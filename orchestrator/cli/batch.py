@@ -16,6 +16,7 @@ from ..run.batch import BatchInputError, BatchItem, read_batch, run_batch
 from ..run.options import RunOptions
 from ..run.session import Session, SessionError
 from ..views.plural import plural
+from ..views.summary import spent, why
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
 from .session import fail_session
 
@@ -121,10 +122,9 @@ def summary(items: list[BatchItem]) -> None:
             click.echo(f"{item.line:>4}  {item.thread_id:<26}  {'elsewhere':<10}  {item.error}")
             continue
         total += r.cost_usd
-        reason = (r.reason or "")[:60] if r.state != ThreadStatus.COMPLETED else ""
         click.echo(
             f"{item.line:>4}  {r.thread_id:<26}  {r.state:<10} {r.steps:>5} "
-            f"{money(r.cost_usd):>9}  {reason}"
+            f"{spent(r.cost_usd):>9}  {why(r.state, r.reason, 60)}"
         )
     finished = sum(
         1 for i in items if i.result is not None and i.result.state == ThreadStatus.COMPLETED

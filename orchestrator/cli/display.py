@@ -15,9 +15,10 @@ from ..core.events import (
     ThreadResumed,
     ThreadSuspended,
 )
-from ..core.ledger import money, tokens
+from ..core.ledger import money
 from ..core.state import ThreadState
 from ..store.base import StoredEvent
+from ..views.facts import StepFigures, step_facts
 from ..views.plural import plural
 
 
@@ -31,18 +32,6 @@ def json_line(stored: StoredEvent, thread_id: str) -> str:
         **data,
     }
     return json.dumps(data, ensure_ascii=False, default=str)
-
-
-def step_facts(event: StepCommitted) -> list[str]:
-    """Time, tokens, cost and tool calls of a committed step, as short phrases."""
-    facts = [f"{event.duration_s:.1f}s"]
-    if tokens(event.usage):
-        facts.append(f"{tokens(event.usage):,} tok")
-    if event.cost_usd:
-        facts.append(money(event.cost_usd))
-    if event.tool_calls:
-        facts.append(plural(event.tool_calls, "tool call"))
-    return facts
 
 
 class PlainPrinter:
@@ -71,7 +60,7 @@ def child_line(thread_id: str, stored: StoredEvent, state: ThreadState) -> str:
 def describe(event: Any, state: ThreadState) -> str:
     match event:
         case StepCommitted():
-            facts = ", ".join(step_facts(event))
+            facts = ", ".join(step_facts(StepFigures.of_event(event)))
             return f"step {event.step} {event.role} → {event.status}  ({facts})"
         case AttemptRejected():
             first = event.errors[0] if event.errors else "invalid reply"

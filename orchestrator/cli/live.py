@@ -7,8 +7,8 @@ What a person watching a terminal sees:
     ⠹ step 4  developer  0:12   │  thread 0:41 · 18,230 tok · $0.0712
 
 Above, one line per finished step (its status, and "back to ROLE" when the edge it takes sends
-the work back: a back edge of the graph, found by a depth-first walk from `$START`), plus a line for each repair, suspension, resume and completion; these
-stay in the scrollback. Below, one status line redrawn a few times a second while a step runs:
+the work back: a loop of the graph, `views/loops.py`), plus a line for each repair, suspension,
+resume and completion; these stay in the scrollback. Below, one status line redrawn a few times a second while a step runs:
 the current step and role, how long it has run, and the thread's elapsed time, tokens and cost
 so far. Inside a step, the actor tells the view what happens (`RunOptions.on_progress`): the
 tool call running now with its main argument in short (`⚙ bash pytest -q`), and the step's
@@ -45,9 +45,10 @@ from ..core.events import (
 )
 from ..core.ledger import money, tokens
 from ..core.state import ThreadState
-from ..definition.models import END, START
 from ..store.base import StoredEvent
-from .display import child_line, describe, step_facts
+from ..views.facts import StepFigures, step_facts
+from ..views.loops import sends_back
+from .display import child_line, describe
 from .terminal import neutralise, raw
 
 if TYPE_CHECKING:
@@ -70,33 +71,6 @@ def clock_text(seconds: float) -> str:
     seconds = max(0, int(seconds))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
-
-
-def back_edges(graph: Any) -> set[tuple[str, str]]:
-    """(role, status) of the edges that send work back: back edges of a walk from $START.
-
-    Edges are followed in file order, so for a graph written in the order work flows (planner,
-    developer, reviewer, tester) the loops are exactly the edges that return to an earlier role.
-    """
-    found: set[tuple[str, str]] = set()
-    done: set[str] = set()
-    on_path: set[str] = set()
-
-    def walk(node: str) -> None:
-        on_path.add(node)
-        for source, status, _, edge in graph.routes():
-            if source != node:
-                continue
-            target = edge.role
-            if target in on_path:
-                found.add((node, status))
-            elif target not in done and target != END:
-                walk(target)
-        on_path.discard(node)
-        done.add(node)
-
-    walk(START)
-    return found
 
 
 class LiveView:
@@ -134,7 +108,7 @@ class LiveView:
         self.paused = False
         self._live: Live | None = None
         self._spinner: Any = None
-        self.loops = back_edges(graph) if graph is not None else set()
+        self.loops = sends_back(graph) if graph is not None else set()
 
     @classmethod
     def for_thread(
@@ -189,7 +163,7 @@ class LiveView:
                 self.repairs = 0
                 self.inside = self.tool = None
                 role = self.graph.roles.get(event.role)
-                if self.interactive and role is not None and role.actor == "human":
+                if self.interactive and role is not None and role.is_human:
                     self._pause_display()
             case StepCommitted():
                 self.inside = self.tool = None
@@ -255,7 +229,7 @@ class LiveView:
         line.append(neutralise(f"→ {event.status}"), style="yellow" if earlier else "green")
         if earlier and edge is not None:
             line.append(neutralise(f", back to {edge.role}"), style="yellow")
-        line.append("   " + " · ".join(step_facts(event)), style="dim")
+        line.append("   " + " · ".join(step_facts(StepFigures.of_event(event))), style="dim")
         return line
 
     def note_line(self, event: Any, state: ThreadState, style: str) -> Text:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core.events import ThreadStatus
-from ..core.ledger import money
 from ..core.outcomes import Answered, Refused, ResumeRequested
 from ..definition.models import Graph
 from ..definition.problems import GraphError
@@ -25,6 +24,7 @@ from ..run.session import SessionError
 from ..store.base import StoredEvent, ThreadRow
 from ..views.plural import plural
 from ..views.story import story_json, story_text
+from ..views.summary import summary_row
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -49,14 +49,6 @@ def threads() -> None:
 
 
 STATES = [str(s) for s in ThreadStatus if s != ThreadStatus.NEW]
-
-
-def ago(when: float) -> str:
-    seconds = max(0, int(time.time() - when))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit} ago"
-    return f"{seconds}s ago"
 
 
 @threads.command("list")
@@ -90,10 +82,11 @@ def thread_table(rows: list[ThreadRow]) -> list[str]:
     """The table `threads list` prints: a child thread (`PARENT.STEP`, a subgraph role's)
     comes right under its parent, indented, and every column's width is measured over all the
     rows, so a child's longer id never pushes its row's columns out of line."""
-    shown = _nested(rows)
+    now = time.time()
+    shown = [(depth, summary_row(row, now=now, why_width=60)) for depth, row in _nested(rows)]
     ids = ["  " * depth + row.id for depth, row in shown]
     graphs = [row.graph[:GRAPH_WIDTH] for _, row in shown]
-    costs = [money(row.cost_usd) for _, row in shown]
+    costs = [row.cost for _, row in shown]
     w_id = max(len("ID"), *map(len, ids))
     w_graph = max(len("GRAPH"), *map(len, graphs))
     w_state = max(len("STATE"), *(len(str(row.state)) for _, row in shown))
@@ -106,11 +99,9 @@ def thread_table(rows: list[ThreadRow]) -> list[str]:
     for i, (_, row) in enumerate(shown):
         line = (
             f"{ids[i]:<{w_id}}  {graphs[i]:<{w_graph}}  {row.state:<{w_state}}  "
-            f"{row.steps:>{w_steps}}  {costs[i]:>{w_cost}}  {ago(row.updated)}"
+            f"{row.steps:>{w_steps}}  {costs[i]:>{w_cost}}  {row.updated}"
         )
-        if row.reason and row.state != ThreadStatus.COMPLETED:
-            line += f"  {row.reason[:60]}"
-        lines.append(line)
+        lines.append(line + (f"  {row.why}" if row.why else ""))
     return lines
 
 

@@ -340,7 +340,7 @@ def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Eve
             if state.status != ThreadStatus.RUNNING:
                 return []  # J12
             role = graph.roles.get(f.role) if f is not None else None
-            if f is not None and role is not None and role.actor == "human":
+            if f is not None and role is not None and role.is_human:
                 return [HumanWaiting(f.step, f.role)]  # J10
             in_flight = f.step if f is not None else None
             if in_flight is None and state.fanout is not None and state.fanout.flights:
@@ -425,7 +425,7 @@ def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
             AttemptRejected(f.step, kept, list(exc.errors), outcome.usage, outcome.cost_usd)
         ]  # J2
         rejected = len(f.attempts) + 1
-        if rejected > role.max_repairs and role.actor != "human":  # a person is asked again
+        if rejected > role.max_repairs and not role.is_human:  # a person is asked again
             events.append(
                 ThreadSuspended(
                     f"step {f.step} ({f.role}): the reply was invalid {rejected} time(s) and "
@@ -437,7 +437,7 @@ def _judge_reply(graph: Graph, f: InFlight, outcome: Replied) -> list[Event]:
         return events
     if output.status == SUSPEND:
         reason = str(output.frontmatter.get("reason", "")).strip()
-        who = "the person answering as" if role.actor == "human" else "role"
+        who = "the person answering as" if role.is_human else "role"
         return [
             ThreadSuspended(
                 f"{who} '{f.role}' suspended the thread at step {f.step}: {reason}",

@@ -19,7 +19,7 @@ def judge_resume(graph: Graph, state: ThreadState, outcome: ResumeRequested) -> 
         raise Refused(f"thread {tid} is {state.status} and cannot be resumed")  # J15
     waits = state.waiting_for.role if state.waiting_for is not None else None
     role = graph.roles.get(waits) if waits is not None else None
-    if role is not None and role.graph is None:  # a subgraph's child waits: resume goes on to it
+    if role is not None and not role.is_subgraph:  # a subgraph's child waits: resume goes on to it
         raise Refused(
             f"thread {tid} waits for a person: answer it with `orchestrator threads answer {tid}`"
         )

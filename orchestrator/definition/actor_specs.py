@@ -3,13 +3,18 @@ and 16): the forms of `actor:` and of a `tools:` entry, as pydantic models.
 
 Each union is discriminated by the value's shape (a name, a mapping with `python`, `mcp` or
 `command`), so a mistake is reported against the form it looks like, once, not once per member.
+
+`PlayedBy` gives `Role` its questions about who plays it (`role.is_human`, `role.edits_files`,
+...): code asks those, never compares `role.actor` with a string, so a new kind of actor (or
+the subgraph role, whose `actor` default means nothing) is handled in one place.
 """
 
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic_core import PydanticCustomError
@@ -129,3 +134,85 @@ def entry_fields(path: tuple[str | int, ...]) -> list[str] | None:
 def folder_of(path: str | Path | None) -> str | None:
     """The folder `python:` references are imported from: the graph file's."""
     return str(Path(path).resolve().parent) if path is not None else None
+
+
+class ActorKind(StrEnum):
+    """What plays a role; the value is the `actor:` name, or the form's key (command, python)."""
+
+    MODEL = "anthropic"  # a model through a provider's API, with the orchestrator's tools
+    HUMAN = "human"  # a person, answering in the terminal, the web page, MCP or the client
+    CLAUDE_CODE = "claude-code"  # Claude Code as an agent process in the workspace
+    COMMAND = "command"  # any other agent process: the prompt on stdin, the reply on stdout
+    PYTHON = "python"  # a Python function of the graph's folder or installed
+    SUBGRAPH = "subgraph"  # a child thread of another graph (`graph:`), whatever `actor` says
+
+
+# The tool sets with which a role may change the workspace's files.
+CHANGING_TOOL_SETS = frozenset({"edit", "shell"})
+
+
+class PlayedBy:
+    """Who plays a role, asked by name (a mixin of `Role`, which has the attributes below)."""
+
+    if TYPE_CHECKING:
+        actor: Actor
+        graph: str | None
+
+        @property
+        def tool_sets(self) -> tuple[str, ...]: ...
+        @property
+        def python_tools(self) -> tuple[PythonTool, ...]: ...
+        @property
+        def mcp_servers(self) -> tuple[McpServer, ...]: ...
+
+    @property
+    def kind(self) -> ActorKind:
+        if self.graph is not None:
+            return ActorKind.SUBGRAPH
+        if isinstance(self.actor, CommandActor):
+            return ActorKind.COMMAND
+        if isinstance(self.actor, PythonActor):
+            return ActorKind.PYTHON
+        return ActorKind(self.actor)
+
+    @property
+    def is_model(self) -> bool:
+        """A model through a provider's API plays it (the `anthropic` actor, the default)."""
+        return self.kind is ActorKind.MODEL
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind is ActorKind.HUMAN
+
+    @property
+    def is_claude_code(self) -> bool:
+        return self.kind is ActorKind.CLAUDE_CODE
+
+    @property
+    def is_command(self) -> bool:
+        return self.kind is ActorKind.COMMAND
+
+    @property
+    def is_python(self) -> bool:
+        return self.kind is ActorKind.PYTHON
+
+    @property
+    def is_subgraph(self) -> bool:
+        return self.kind is ActorKind.SUBGRAPH
+
+    @property
+    def python_ref(self) -> str | None:
+        """The `package.module:function` of a Python actor, else None."""
+        return self.actor.python if isinstance(self.actor, PythonActor) else None
+
+    @property
+    def edits_files(self) -> bool:
+        """Whether the role may change the workspace's files: the edit or shell tool sets, code
+        (a Python actor or tool, an MCP server) or an agent process that gets the workspace."""
+        return bool(
+            CHANGING_TOOL_SETS & set(self.tool_sets)
+            or self.python_tools
+            or self.mcp_servers
+            or self.is_python
+            or self.is_command
+        )

@@ -25,6 +25,7 @@ from .actor_specs import Actor as Actor
 from .actor_specs import CommandActor as CommandActor
 from .actor_specs import McpServer as McpServer
 from .actor_specs import McpTool as McpTool
+from .actor_specs import PlayedBy
 from .actor_specs import PythonActor as PythonActor
 from .actor_specs import PythonTool as PythonTool
 from .actor_specs import ToolEntry as ToolEntry
@@ -110,7 +111,7 @@ class Requirement(_Frozen):
         return f"`{' '.join(self.command or [])}` to succeed"
 
 
-class Role(_Frozen):
+class Role(_Frozen, PlayedBy):
     description: str = Field(description="one line for people")
     goal: str = Field("", description="who the agent is and what it is for")
     capabilities: list[str] = Field(default_factory=list)

@@ -66,7 +66,7 @@ def _check_inputs(view: GraphView, edge: ResolvedEdge) -> None:
         return
     role = str(edge.role_target)
     raw = view.raw_target(edge)
-    if view.roles[role].graph is None:
+    if not view.roles[role].is_subgraph:
         if raw.inputs is not None:
             view.report(
                 view.at(*edge.path, "inputs", key=True),

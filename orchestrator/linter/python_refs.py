@@ -7,15 +7,15 @@ module's top-level definitions. Nothing of the module runs during `validate`.
 
 from __future__ import annotations
 
-from ..definition.models import PythonActor, PythonTool
+from ..definition.models import PythonTool
 from ..definition.pyref import PyRefError, find
 from .view import GraphView
 
 
 def check_python_refs(view: GraphView) -> None:
     for name, role in view.graph.roles.items():
-        if isinstance(role.actor, PythonActor):
-            _check(view, role.actor.python, role.folder, ("roles", name, "actor", "python"), name)
+        if role.python_ref is not None:
+            _check(view, role.python_ref, role.folder, ("roles", name, "actor", "python"), name)
         for i, tool in enumerate(role.tools):
             if isinstance(tool, PythonTool):
                 _check(view, tool.python, role.folder, ("roles", name, "tools", i, "python"), name)

@@ -168,9 +168,8 @@ def local_python(role: Role) -> bool:
     """Whether the role runs Python code from its graph's folder (a module or a package there,
     which is what the import finds first): its actor's or one of its tools'."""
     refs = [t.python for t in role.python_tools]
-    actor = getattr(role.actor, "python", None)
-    if isinstance(actor, str):
-        refs.append(actor)
+    if role.python_ref is not None:
+        refs.append(role.python_ref)
     if not refs or role.folder is None:
         return False
     folder = Path(role.folder)

@@ -9,7 +9,6 @@ from ..actors.command import CommandProcessActor
 from ..actors.human import HumanActor
 from ..actors.python import PythonActor
 from ..definition.models import CommandActor, Graph, Role
-from ..definition.models import PythonActor as PythonSpec
 from .options import ActorFor, RunOptions
 
 
@@ -38,11 +37,11 @@ def default_actor_for(options: RunOptions) -> ActorFor:
     def actor_for(name: str, role: Role) -> Any:
         if isinstance(role.actor, CommandActor):
             return CommandProcessActor(role.actor.command, timeout=role.actor.timeout)
-        if isinstance(role.actor, PythonSpec):
-            return PythonActor(role.actor.python, role.folder)
-        if role.actor == "human":
+        if role.python_ref is not None:
+            return PythonActor(role.python_ref, role.folder)
+        if role.is_human:
             return HumanActor(interactive=options.interactive)
-        if role.actor == "claude-code":
+        if role.is_claude_code:
             # Imported on first use: only graphs with a Claude Code role need it.
             from ..actors.claude_code import ClaudeCodeActor
 

@@ -143,7 +143,7 @@ def unpriced_models(graph: Graph, override: str | None = None) -> str | None:
     try:
         unpriced: dict[str, list[str]] = {}
         for name, role in graph.roles.items():
-            if role.actor != "anthropic":
+            if not role.is_model:
                 continue
             model = resolve_model(model_settings(graph, role, override).model)
             if not price_known(model):
@@ -170,9 +170,9 @@ def plays_claude(graph: Graph, seen: set[str] | None = None) -> bool:
     seen = set() if seen is None else seen
     seen.add(graph.hash)
     for name, role in graph.roles.items():
-        if role.graph is None:
-            if role.actor == "anthropic":
-                return True
+        if role.is_model:
+            return True
+        if not role.is_subgraph:
             continue
         child = graph.subgraph(name)
         if child is not None and child.hash not in seen and plays_claude(child, seen):

@@ -323,11 +323,8 @@ def may_defer(graph: Graph, event: Event) -> bool:
     role = graph.roles.get(event.role)
     return (
         role is not None
-        and role.graph is None  # a subgraph's child thread is made once its step is saved
-        and role.actor == "anthropic"
-        and set(role.tool_sets) <= {"read"}  # Python and MCP tools may change anything
-        and not role.python_tools
-        and not role.mcp_servers
+        and role.is_model  # not a subgraph role: its child thread is made once its step is saved
+        and not role.edits_files  # edit, shell, Python and MCP tools may change anything
     )
 
 
@@ -356,7 +353,7 @@ async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) ->
 def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Awaitable[Outcome]:
     """The step's actor call, or a subgraph role's child thread."""
     role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
-    if role.graph is not None:
+    if role.is_subgraph:
         return run_child(thread, command, actor_for, advance)
     plan = plan_step(thread.graph, thread.state, command, thread.memory, thread.options.model)
     actor = actor_for(command.role, role)

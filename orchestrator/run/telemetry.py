@@ -247,7 +247,7 @@ class ThreadSpans:
             case StepStarted():
                 self._end_step(error="the step ran again before it ended")
                 role = self.graph.roles.get(event.role)
-                actor = actor_kind(role.actor) if role is not None else ""
+                actor = role.kind.value if role is not None else ""
                 self.step = self.tracer.start_span(
                     f"invoke_agent {event.role}",
                     context=self.trace.set_span_in_context(self.root),
@@ -258,7 +258,11 @@ class ThreadSpans:
                             "orchestrator.step": event.step,
                             "orchestrator.actor": actor,
                         },
-                        **({"gen_ai.provider.name": "anthropic"} if actor == "anthropic" else {}),
+                        **(
+                            {"gen_ai.provider.name": "anthropic"}
+                            if role is not None and role.is_model
+                            else {}
+                        ),
                     ),
                 )
                 self.step_number = event.step
@@ -355,13 +359,6 @@ class ThreadSpans:
     def close(self) -> None:
         self._end_step(error="the run stopped during the step")
         self.root.end()
-
-
-def actor_kind(actor: Any) -> str:
-    """What plays a role, as a span names it: anthropic, human, claude-code, command, python."""
-    if isinstance(actor, str):
-        return actor
-    return "python" if getattr(actor, "python", None) else "command"
 
 
 def _request_attributes(news: Progress) -> dict[str, Any]:

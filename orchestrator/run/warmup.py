@@ -22,7 +22,7 @@ SDK = "anthropic"
 
 
 def needs_sdk(graph: Graph) -> bool:
-    return any(role.actor == "anthropic" for role in graph.roles.values())
+    return any(role.is_model for role in graph.roles.values())
 
 
 _importing: threading.Thread | None = None

@@ -214,7 +214,7 @@ class ThreadWorkflow:
     async def _run_step(self, command: RunStep) -> Outcome | None:
         with host():
             role = self.graph.roles[command.role]
-            if role.graph is not None:
+            if role.is_subgraph:
                 return ActorFailed(command.step, NOT_ON_TEMPORAL, SuspendKind.CONFIG)
             plan = plan_step(self.graph, self.state, command, self.memory, self.model)
             request = StepInput(

@@ -20,7 +20,6 @@ from ..actors.scripted import ScriptedActor
 from ..core.outcomes import ResumeRequested
 from ..definition.loader import load_graph
 from ..definition.models import Graph, Role
-from ..definition.models import PythonActor as PythonSpec
 from ..extract import format_reply
 from ..replay import ReplayReport, replay_recording
 from ..replay.trace import Trace, TraceStep, trace_from_store
@@ -74,8 +73,8 @@ def _actors(outputs: Iterable[str] | Mapping[str, Iterable[str]]) -> Callable[[s
     named = set(outputs) if isinstance(outputs, Mapping) else None
 
     def actor_for(name: str, role: Role) -> Any:
-        if named is not None and name not in named and isinstance(role.actor, PythonSpec):
-            return PythonActor(role.actor.python, role.folder)
+        if named is not None and name not in named and role.python_ref is not None:
+            return PythonActor(role.python_ref, role.folder)
         return scripted
 
     return actor_for

@@ -280,9 +280,8 @@ def python_refs(graph: Graph, *, deep: bool = True) -> list[tuple[str, str | Non
     for each in graphs(graph) if deep else [graph]:
         for role in each.roles.values():
             refs += [(t.python, role.folder) for t in role.python_tools]
-            python = getattr(role.actor, "python", None)
-            if isinstance(python, str):
-                refs.append((python, role.folder))
+            if role.python_ref is not None:
+                refs.append((role.python_ref, role.folder))
     return _unique(refs)
 
 

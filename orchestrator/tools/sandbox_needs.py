@@ -5,7 +5,7 @@ created, rather than suspending at the first command."""
 
 from __future__ import annotations
 
-from ..definition.models import CommandActor, Graph, Role
+from ..definition.models import Graph, Role
 from .sandbox import INSTALL_HINT, mechanism, missing_writable, policy_for
 
 
@@ -13,13 +13,13 @@ def needs_sandbox(role: Role) -> str | None:
     """What of the role runs in a sandbox ("shell commands", "agent process"), or None."""
     if role.sandbox == "off":
         return None
-    if isinstance(role.actor, CommandActor):
+    if role.is_command:
         return "agent process"
-    if role.actor == "claude-code" and "shell" not in role.tools:
+    if role.is_claude_code and "shell" not in role.tools:
         return "Claude Code"  # with `shell`, Claude Code's own sandbox runs its commands
-    if role.actor == "anthropic" and "shell" in role.tools:
+    if role.is_model and "shell" in role.tools:
         return "shell commands"
-    if role.actor == "anthropic" and role.mcp_servers:
+    if role.is_model and role.mcp_servers:
         return "MCP servers"
     return None
 
@@ -30,8 +30,7 @@ def unsandboxed_roles(graph: Graph, prefix: str = "") -> list[str]:
     found = [
         prefix + name
         for name, role in graph.roles.items()
-        if role.sandbox == "off"
-        and (isinstance(role.actor, CommandActor) or "shell" in role.tools or role.mcp_servers)
+        if role.sandbox == "off" and (role.is_command or "shell" in role.tools or role.mcp_servers)
     ]
     for name in graph.roles:
         child = graph.subgraph(name)
@@ -54,7 +53,7 @@ def sandbox_problem(graph: Graph) -> str | None:
         )
     for name in needing:
         setting = graph.roles[name].sandbox
-        policy = policy_for(setting, agent=isinstance(graph.roles[name].actor, CommandActor))
+        policy = policy_for(setting, agent=graph.roles[name].is_command)
         missing = missing_writable(policy) if policy else []
         if missing:
             problems.append(

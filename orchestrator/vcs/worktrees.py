@@ -61,7 +61,6 @@ from .git_safe import (
 
 BRANCH_PREFIX = "orchestrator/"
 WORKTREES = "worktrees"
-ISOLATING_TOOLS = frozenset({"edit", "shell"})
 FALLBACK_NAME = "orchestrator"
 FALLBACK_EMAIL = "orchestrator@localhost"
 
@@ -180,14 +179,7 @@ def needs_isolation(graph: Any) -> bool:
     """True when some role of the graph may edit files or run commands: the edit or shell tool
     sets, a Python or command actor (code, or an agent process, working in the workspace),
     Python or MCP tools (code that gets the workspace)."""
-    return any(
-        ISOLATING_TOOLS & set(role.tool_sets)
-        or role.python_tools
-        or role.mcp_servers
-        or getattr(role.actor, "python", None)
-        or getattr(role.actor, "command", None)
-        for role in graph.roles.values()
-    )
+    return any(role.edits_files for role in graph.roles.values())
 
 
 def head_commit(repo: Path) -> str | None:

@@ -12,10 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
-from ..core.ledger import TOKEN_KEYS, money, tokens
+from ..core.ledger import TOKEN_KEYS, money
 from ..core.steps import StepView, ThreadView, thread_view
 from ..store.base import StoredEvent, ThreadRow
+from .facts import StepFigures, step_facts
 from .plural import noun, plural
+from .summary import totals
 
 if TYPE_CHECKING:
     from ..run.waiting import Question
@@ -166,10 +168,9 @@ def story_text(
     view = thread_view([s.event for s in events])
     state, steps = view.state, view.steps
     status, reason = shown_state(row, state.status, state.reason)
-    total = sum(tokens(s.total_usage) for s in steps)
+    spent = totals(view)
     lines = [
-        f"thread {row.id} · {row.graph} · {status} · {plural(state.committed, 'step')} · "
-        f"{money(state.cost_usd)} · {plural(total, 'token')}",
+        f"thread {row.id} · {row.graph} · {status} · {spent.steps} · {spent.cost} · {spent.tokens}",
         f"workspace: {state.workspace}",
         f"started {_when(row.created)}, last event {_when(row.updated)}",
         "",
@@ -205,18 +206,7 @@ def _step_lines(
     lines: list[str] = []
     for s in steps:
         outcome = f"→ {s.status}" if s.status else "(not committed)"
-        facts = [f"{s.duration_s:.1f}s"] if s.status else []
-        usage = s.total_usage
-        tok = tokens(usage)
-        if tok:
-            cached = usage.get("cache_read_input_tokens", 0)
-            facts.append(f"{tok:,} tok" + (f" ({cached:,} cached)" if cached else ""))
-        if s.total_cost_usd:
-            facts.append(money(s.total_cost_usd))
-        if s.tool_calls:
-            facts.append(plural(s.tool_calls, "tool call"))
-        if s.actor and s.actor not in ("anthropic", "AnthropicActor"):
-            facts.append(s.actor)
+        facts = step_facts(StepFigures.of_step(s))
         kind = f" [branch {s.branch + 1}]" if s.branch is not None else " [join]" if s.join else ""
         lines.append(
             f"{indent}#{s.step:<3} {s.role}{kind} {outcome}"

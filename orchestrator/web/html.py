@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from html import escape
 from typing import Any
 
-from ..core.ledger import money
 from ..views.plural import plural
 
 
@@ -44,20 +42,8 @@ def badge(state: str) -> str:
     return f'<span class="badge {esc(state)}" data-state="{esc(state)}">{esc(state)}</span>'
 
 
-def ago(when: float, now: float | None = None) -> str:
-    seconds = max(0, int((now if now is not None else time.time()) - when))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit} ago"
-    return f"{seconds}s ago"
-
-
 def stamp(when: float) -> str:
     return dt.datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def cost(value: float) -> str:
-    return money(value) if value else "—"
 
 
 def value_text(value: Any) -> str:

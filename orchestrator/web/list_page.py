@@ -15,7 +15,8 @@ from urllib.parse import urlencode
 from ..core.events import ThreadStatus
 from ..store.base import ThreadRow
 from ..views.plural import plural
-from .html import ago, badge, cost, esc, page
+from ..views.summary import summary_row
+from .html import badge, esc, page
 
 STATES = [str(s) for s in ThreadStatus if s != ThreadStatus.NEW]
 
@@ -84,16 +85,13 @@ def _choice(name: str, everything: str, options: Sequence[str], chosen: str | No
 
 
 def _row(row: ThreadRow, now: float) -> str:
-    why = row.reason if row.reason and row.state != ThreadStatus.COMPLETED else ""
-    if len(why) > 90:
-        why = why[:89] + "…"
+    cells = summary_row(row, now=now, why_width=90)
     return (
-        f'<tr data-thread="{esc(row.id)}">'
-        f'<td class="mono"><a href="/threads/{esc(row.id)}">{esc(row.id)}</a></td>'
-        f"<td>{esc(row.graph)}</td><td>{badge(str(row.state))}</td>"
-        f'<td class="num">{row.steps}</td>'
-        f'<td class="num">{row.input_tokens + row.output_tokens:,}</td>'
-        f'<td class="num">{cost(row.cost_usd)}</td>'
-        f"<td>{esc(ago(row.created, now))}</td><td>{esc(ago(row.updated, now))}</td>"
-        f"<td>{esc(why)}</td></tr>"
+        f'<tr data-thread="{esc(cells.id)}">'
+        f'<td class="mono"><a href="/threads/{esc(cells.id)}">{esc(cells.id)}</a></td>'
+        f"<td>{esc(cells.graph)}</td><td>{badge(cells.state)}</td>"
+        f'<td class="num">{cells.steps}</td><td class="num">{cells.tokens}</td>'
+        f'<td class="num">{esc(cells.cost)}</td>'
+        f"<td>{esc(cells.started)}</td><td>{esc(cells.updated)}</td>"
+        f"<td>{esc(cells.why)}</td></tr>"
     )

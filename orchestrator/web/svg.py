@@ -2,9 +2,8 @@
 
 Layout, in three passes, enough for graphs of a few dozen roles:
 
-1. Ranks. A depth-first walk from `$START` (edges in file order, as `orchestrator graph` and the
-   live view read them) marks back edges: those into a role still on the walk's path, the
-   loops that send work back. Without them the graph is acyclic, and each role's rank is its
+1. Ranks. The graph's loops (`views/loops.py`: back edges of a depth-first walk from `$START`,
+   shared with the live view) are set aside. Without them the graph is acyclic, and each role's rank is its
    longest distance from `$START`; `$END` sits alone below the deepest role, and roles the
    walk never reached sit in one row above it.
 2. Order within a rank: file order, then one pass that sorts each rank by the mean position of
@@ -29,8 +28,8 @@ from html import escape
 
 from ..definition.models import END, START, Graph
 from ..render.diagram import TAKEN_COLOUR, VISITED_FILL, Taken, drawn_edges, nodes_of
-
-EdgeKey = tuple[str, str, str]
+from ..views.loops import Arrow as EdgeKey
+from ..views.loops import arrows_of, back_edges
 
 CHAR_W = 7.4  # px per character of the 13px sans-serif label font, near enough
 BOX_H = 34
@@ -55,36 +54,6 @@ class Box:
     @property
     def right(self) -> float:
         return self.x + self.w / 2
-
-
-def arrows_of(graph: Graph) -> list[EdgeKey]:
-    """Every arrow as (from, status, to): a fan-out's arrows go to each branch, and from each
-    branch to the join's target (render/diagram.py draws the same)."""
-    return [(d.source, d.key[1], d.target) for d in drawn_edges(graph)]
-
-
-def back_edges(graph: Graph) -> set[EdgeKey]:
-    """Edges into a node that is on the depth-first path from `$START`: the loops."""
-    edges = arrows_of(graph)
-    found: set[EdgeKey] = set()
-    done: set[str] = set()
-    on_path: list[str] = []
-
-    def walk(node: str) -> None:
-        on_path.append(node)
-        for edge in edges:
-            source, _, target = edge
-            if source != node:
-                continue
-            if target in on_path:
-                found.add(edge)
-            elif target not in done and target != END:
-                walk(target)
-        on_path.pop()
-        done.add(node)
-
-    walk(START)
-    return found
 
 
 def ranks_of(graph: Graph, loops: set[EdgeKey]) -> dict[str, int]:

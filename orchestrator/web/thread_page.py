@@ -17,16 +17,17 @@ from dataclasses import dataclass
 
 from ..core.allowed import can_cancel, can_resume
 from ..core.events import ThreadStatus
-from ..core.ledger import tokens
 from ..core.steps import StepView, ThreadView
 from ..definition.models import Graph
 from ..render.diagram import Taken
 from ..run.waiting import Question
 from ..store.base import ThreadRow
-from ..views.plural import plural
+from ..views.facts import StepFigures, step_facts
 from ..views.story import ledger
+from ..views.summary import spent as cost
+from ..views.summary import totals
 from .answer_form import answer_forms
-from .html import badge, cost, esc, page, pre, stamp, value_text
+from .html import badge, esc, page, pre, stamp, value_text
 from .svg import to_svg
 
 
@@ -60,13 +61,13 @@ def thread_page(
 ) -> str:
     state = view.state
     status = str(state.status)
-    total_tokens = sum(tokens(s.total_usage) for s in view.steps)
+    spent = totals(view)
     head = [
         f'<h1>thread <span class="mono">{esc(row.id)}</span></h1>',
         '<div class="facts" data-live="facts">',
         f"{badge(status)} <span>graph {esc(row.graph)}</span>",
-        f"<span>{plural(state.committed, 'step')}</span><span>{plural(total_tokens, 'token')}</span>",
-        f"<span>{cost(state.cost_usd)}</span><span>started {esc(stamp(row.created))}</span>",
+        f"<span>{spent.steps}</span><span>{spent.tokens}</span>",
+        f"<span>{spent.cost}</span><span>started {esc(stamp(row.created))}</span>",
         f"<span>last event {esc(stamp(row.updated))}</span>",
         f"<span>workspace <code>{esc(state.workspace)}</code></span>",
         "</div>",
@@ -193,26 +194,7 @@ def _step(s: StepView, view: ThreadView) -> str:
         if s.status
         else f'<span class="status open">{"in progress" if running else "not committed"}</span>'
     )
-    facts = []
-    if s.committed:
-        facts.append(f"{s.duration_s:.1f}s")
-    usage = s.total_usage
-    if tokens(usage):
-        cached = usage.get("cache_read_input_tokens", 0)
-        facts.append(f"{tokens(usage):,} tok" + (f" ({cached:,} cached)" if cached else ""))
-    if s.total_cost_usd:
-        facts.append(cost(s.total_cost_usd))
-    if s.tool_calls:
-        facts.append(plural(s.tool_calls, "tool call"))
-    if s.model:
-        facts.append(s.model)
-    if s.actor:
-        facts.append(s.actor)
-    if s.runs > 1:
-        facts.append(f"ran {plural(s.runs, 'time')}")
-    if s.all_attempts:
-        n = len(s.all_attempts)
-        facts.append(plural(n, "rejected reply", "rejected replies"))
+    facts = step_facts(StepFigures.of_step(s), detail=True)
     edge = f"from {s.source} via {s.edge_status}" if s.source else ""
     if s.branch is not None:
         edge += f" · branch {s.branch + 1}"
