@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..views.plural import plural
 from .common import fail
 
 TEMPLATES = ("review-loop", "solve-issue", "blank")
@@ -39,7 +40,7 @@ def init(directory: Path, template: str) -> None:
         )
     except OSError as exc:
         fail(f"cannot write in {directory}: {exc.strerror or exc}", 1)
-    click.echo(f"made a {template} project in {directory}: {len(written)} files")
+    click.echo(f"made a {template} project in {directory}: {plural(len(written), 'file')}")
     for rel in written:
         click.echo(f"  {rel}")
     click.echo("next steps are in README.md: validate, test, replay, run")
