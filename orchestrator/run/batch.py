@@ -161,7 +161,7 @@ async def run_batch(
                         first=first,
                     )
                 except (Refused, ThreadBusy) as exc:  # another process took or ended it
-                    item.error = getattr(exc, "message", None) or str(exc)
+                    item.error = exc.message
                     if on_done is not None:
                         on_done(item)
                     return
