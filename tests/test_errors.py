@@ -4,7 +4,11 @@ is worded by one function."""
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -174,3 +178,40 @@ def test_an_unexpected_exception_is_worded_as_a_bug_without_its_traceback() -> N
     assert "Traceback" not in wording.text() and "bug" in wording.hint
     # control: an error of the family is not a bug
     assert word(StoreError("full")).expected
+
+
+def test_a_bug_in_a_command_shows_no_traceback_and_saves_it_in_a_file(tmp_path: Path) -> None:
+    """The command line as a person runs it (`main`), with one command made to crash."""
+    crash = (
+        "import sys, click, orchestrator.cli.validate as v\n"
+        "@click.command()\n"
+        "def broken() -> None:\n"
+        "    raise RuntimeError('the bug\\nsecond line')\n"
+        "v.validate = broken\n"
+        "from orchestrator.cli import main\n"
+        "sys.argv = ['orchestrator', 'validate']\n"
+        "main()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    shown = subprocess.run(
+        [sys.executable, "-c", crash], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert shown.returncode == 1
+    assert "Traceback" not in shown.stderr and "second line" not in shown.stderr
+    assert shown.stderr.startswith(
+        "error: orchestrator stopped on an unexpected error: RuntimeError: the bug\n"
+    )
+    saved = list(tmp_path.glob("orchestrator-crash-*.txt"))
+    assert len(saved) == 1 and str(saved[0]) in shown.stderr
+    assert "Traceback" in saved[0].read_text() and "second line" in saved[0].read_text()
+    assert saved[0].stat().st_mode & 0o077 == 0  # the traceback may quote what a thread held
+    # control: an error of the family from the same place is worded, and saves nothing
+    family = crash.replace(
+        "raise RuntimeError('the bug\\nsecond line')", "raise StoreError('disk full', 'full')"
+    )
+    family = "from orchestrator.errors import StoreError\n" + family
+    worded = subprocess.run(
+        [sys.executable, "-c", family], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert (worded.returncode, worded.stderr) == (1, "error: disk full\n")
+    assert len(list(tmp_path.glob("orchestrator-crash-*.txt"))) == 1
