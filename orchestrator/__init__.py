@@ -18,9 +18,13 @@ __all__ = [
     "Problem",
     "Refused",
     "InputError",
+    "OrchestratorError",
+    "ProviderError",
     "SessionError",
     "StoreError",
     "ThreadBusy",
+    "ThreadNotFound",
+    "WorkspaceError",
     "ThreadInfo",
     "ThreadResult",
     "answer_thread",
@@ -38,18 +42,23 @@ _EXPORTS = {
     "ActorCall": "orchestrator.actors.python",
     "load_graph": "orchestrator.definition.loader",
     "Graph": "orchestrator.definition.models",
-    "GraphError": "orchestrator.definition.problems",
+    "GraphError": "orchestrator.errors",
     "Problem": "orchestrator.definition.problems",
     "lint": "orchestrator.linter",
     "extract_output": "orchestrator.extract",
     "ExtractError": "orchestrator.extract",
     "Output": "orchestrator.extract",
     "ThreadResult": "orchestrator.run.options",
-    "Refused": "orchestrator.core.outcomes",
-    "InputError": "orchestrator.run.preflight",
-    "SessionError": "orchestrator.run.session",
-    "StoreError": "orchestrator.store.base",
-    "ThreadBusy": "orchestrator.store.base",
+    # The error family (docs/format.md section 10, "Errors"): light, imports nothing else.
+    "OrchestratorError": "orchestrator.errors",
+    "Refused": "orchestrator.errors",
+    "InputError": "orchestrator.errors",
+    "SessionError": "orchestrator.errors",
+    "StoreError": "orchestrator.errors",
+    "ThreadBusy": "orchestrator.errors",
+    "ThreadNotFound": "orchestrator.errors",
+    "ProviderError": "orchestrator.errors",
+    "WorkspaceError": "orchestrator.errors",
     "ThreadInfo": "orchestrator.run.api",
     "run_thread": "orchestrator.run.api",
     "arun_thread": "orchestrator.run.api",
@@ -61,10 +70,21 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from orchestrator.actors.python import ActorCall
-    from orchestrator.core.outcomes import Refused
     from orchestrator.definition.loader import load_graph
     from orchestrator.definition.models import Graph
-    from orchestrator.definition.problems import GraphError, Problem
+    from orchestrator.definition.problems import Problem
+    from orchestrator.errors import (
+        GraphError,
+        InputError,
+        OrchestratorError,
+        ProviderError,
+        Refused,
+        SessionError,
+        StoreError,
+        ThreadBusy,
+        ThreadNotFound,
+        WorkspaceError,
+    )
     from orchestrator.extract import ExtractError, Output, extract_output
     from orchestrator.linter import lint
     from orchestrator.run.api import (
@@ -77,9 +97,6 @@ if TYPE_CHECKING:
         run_thread,
     )
     from orchestrator.run.options import ThreadResult
-    from orchestrator.run.preflight import InputError
-    from orchestrator.run.session import SessionError
-    from orchestrator.store.base import StoreError, ThreadBusy
 
 
 def __getattr__(name: str) -> Any:

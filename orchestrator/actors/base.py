@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.events import SuspendKind
 from ..definition.models import Role
+from ..errors import ProviderError
 from .progress import OnProgress
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class ActReply:
     tool_calls: int = 0
 
 
-class ActorError(Exception):
+class ActorError(ProviderError):
     """The actor could not produce a reply (provider down, process failed, timeout).
 
     The thread suspends with this message and can be resumed; `kind` says why (one of

@@ -27,6 +27,7 @@ import yaml
 from ..core.events import Event, StepCommitted, ThreadCompleted, ThreadResumed
 from ..core.steps import thread_view
 from ..definition.yamlpos import YamlSyntaxError, load_yaml
+from ..errors import InputError
 from ..views.plural import plural
 from .base import ActorError, ActReply, ActRequest, Usage
 
@@ -171,7 +172,7 @@ def _step_dict(s: RecordedStep) -> dict[str, Any]:
     return data
 
 
-class RecordingError(ValueError):
+class RecordingError(InputError):
     """A recording file cannot be read; the message names the file and what is wrong."""
 
 

@@ -4,6 +4,10 @@ Exit codes: 0 success, 1 problems found or the thread failed, 2 usage error or u
 3 the thread is suspended or waiting. What the commands print to a terminal has its control
 characters neutralised (`terminal.py`). Subcommands live in their own modules and are imported only
 when invoked, so `orchestrator --help` stays fast.
+
+An error of the family (`orchestrator.errors`) that a command does not handle itself is worded
+here, as the web page and the MCP server word it; anything else is a bug: worded as one, its
+traceback written to a file the hint names, never printed at the user.
 """
 
 from __future__ import annotations
@@ -114,11 +118,31 @@ def main(argv: list[str] | None = None) -> Any:
             exit_now(exc.code)
         raise
     except Exception as exc:
-        # deferred: the store module pulls in pydantic; only a failing command pays for it
-        from ..store.base import StoreError
+        # deferred: only a failing command pays for the wording (it imports nothing heavy)
+        from ..errors import OrchestratorError
+        from .common import fail, fail_error
 
-        if not isinstance(exc, StoreError):
-            raise
-        # A full disk, a damaged or read-only store: the message names the file and what to do.
-        click.echo(f"error: {exc.message}", err=True)
-        sys.exit(1)
+        if isinstance(exc, OrchestratorError):
+            fail_error(exc)  # a full disk, a damaged store, an unknown thread...
+        fail(crash_report(exc), 1)
+
+
+def crash_report(exc: BaseException) -> str:
+    """A bug's wording, with its traceback saved to a file (mode 0600) that the hint names."""
+    # deferred: only a crashing command needs them
+    import dataclasses
+    import os
+    import tempfile
+    import traceback
+
+    from ..errors import word
+
+    wording = word(exc)
+    try:
+        handle, name = tempfile.mkstemp(prefix="orchestrator-crash-", suffix=".txt")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        return wording.text()
+    hint = f"this is a bug: please report it with what you ran and the traceback in {name}"
+    return dataclasses.replace(wording, hint=hint).text()

@@ -1,4 +1,8 @@
-"""What the commands share: loading graphs and stores, parsing inputs, exit codes."""
+"""What the commands share: loading graphs and stores, parsing inputs, exit codes, errors.
+
+An error of the family (`orchestrator.errors`) is shown by `fail_error` as every face shows it
+(`word`): `error: ` and its wording on stderr, exit 2 when the request was wrong, else 1.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ..errors import OrchestratorError, word
 from ..run.input_files import MAX_FILE, FileRefused, read_regular_file
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
@@ -37,6 +42,12 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.exit(code)
 
 
+def fail_error(exc: OrchestratorError) -> NoReturn:
+    """An error of the family, worded as every face words it; exit 2 (usage) or 1."""
+    wording = word(exc)
+    fail(wording.text(), EXIT_USAGE if wording.usage_error else EXIT_PROBLEMS)
+
+
 def load_graph_or_exit(arg: str) -> Any:
     """Load a graph; print its problems and exit 2 when it cannot be loaded."""
     # deferred: every command imports this module; only some need graphs (pydantic and all)
@@ -46,9 +57,7 @@ def load_graph_or_exit(arg: str) -> Any:
     try:
         return load_graph(arg)
     except GraphError as err:
-        for problem in err.problems:
-            click.echo(problem.format(), err=True)
-        sys.exit(EXIT_USAGE)
+        fail_error(err)
 
 
 def parse_assignments(pairs: tuple[str, ...], what: str = "-i") -> dict[str, str]:
@@ -78,7 +87,7 @@ def read_text_file(path: Path, what: str, *, dash_is_stdin: bool = False) -> str
     try:
         data = read_regular_file(path)
     except FileRefused as exc:
-        fail(f"{what}: {exc}")
+        fail(f"{what}: {exc}")  # the option's name first: the message alone names only the file
     return decode_text(data, f"{what}: {path}")
 
 

@@ -12,17 +12,15 @@ import click
 
 from ..actors.recording import Recording
 from ..core.events import ThreadStatus
-from ..core.outcomes import Outcome, Refused, ResumeRequested
+from ..core.outcomes import Outcome, ResumeRequested
 from ..definition.models import Graph
+from ..errors import OrchestratorError, StoreError
 from ..run.options import RunOptions, ThreadResult
-from ..run.session import SessionError
 from ..run.waiting import Question
-from ..store.base import StoreError, ThreadBusy
 from ..views.plural import plural
-from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
+from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_WAITING, fail_error
 from .display import PlainPrinter, json_line
 from .live import LiveView, live_possible
-from .session import fail_session
 
 if TYPE_CHECKING:
     from .session import AnySession
@@ -94,25 +92,14 @@ def drive(
                 err=True,
             )
         return EXIT_WAITING
-    except ThreadBusy as exc:
-        fail(str(exc), EXIT_PROBLEMS)
-    except StoreError as exc:
-        if exc.kind in ("full", "io", "busy"):  # the thread is as it was at its last event
-            fail(
-                f"{exc.message}\n  thread {thread_id} keeps every step saved before; once "
-                f"that is fixed, continue it with: orchestrator threads resume {thread_id}",
-                EXIT_PROBLEMS,
+    except OrchestratorError as exc:
+        if isinstance(exc, StoreError) and exc.kind in ("full", "io", "busy") and not exc.hint:
+            # The thread is as it was at its last event: say how to go on once it is fixed.
+            exc.hint = (
+                f"thread {thread_id} keeps every step saved before; once that is fixed, "
+                f"continue it with: orchestrator threads resume {thread_id}"
             )
-        fail(exc.message, EXIT_PROBLEMS)
-    except SessionError as exc:
-        fail_session(exc)
-    except Refused as exc:
-        if exc.errors:
-            click.echo(f"error: {exc.message}:", err=True)
-            for error in exc.errors:
-                click.echo(f"  - {error}", err=True)
-            return EXIT_PROBLEMS
-        fail(exc.message, EXIT_USAGE)
+        fail_error(exc)
     question = None
     if result.state == ThreadStatus.WAITING and not as_json:
         question = session.question(thread_id, graph)

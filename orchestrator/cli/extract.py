@@ -20,6 +20,7 @@ from ..definition.loader import load_graph
 from ..definition.problems import GraphError, did_you_mean
 from ..extract import ExtractError, extract_output
 from ..run.input_files import FileRefused, read_regular_file
+from .common import fail_error
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -56,9 +57,7 @@ def extract(graph_arg: str, role_name: str, status_only: bool, file: str) -> Non
     try:
         graph = load_graph(graph_arg)
     except GraphError as exc:
-        for problem in exc.problems:
-            click.echo(problem.format(), err=True)
-        sys.exit(2)
+        fail_error(exc)
     role = graph.roles.get(role_name)
     if role is None:
         hint = did_you_mean(role_name, graph.roles)

@@ -12,7 +12,7 @@ from ..actors.human import HumanActor
 from ..core.outcomes import Refused
 from ..definition.models import Graph
 from ..run.waiting import Question
-from .common import EXIT_USAGE, EXIT_WAITING, fail
+from .common import EXIT_WAITING, fail, fail_error
 from .terminal import neutralise
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def ask_in_terminal(session: AnySession, graph: Graph, question: Question) -> st
         try:
             errors = session.check_answer(graph, question.thread_id, text)
         except Refused as exc:
-            fail(exc.message, EXIT_USAGE)
+            fail_error(exc)
         if not errors:
             return text
         attempts = (Attempt(text, errors),)

@@ -12,8 +12,8 @@ import click
 from ..actors.recording import Recording, RecordingError, load_recording
 from ..core.events import ThreadStatus
 from ..definition.models import Graph
+from ..errors import OrchestratorError
 from ..run.options import RunOptions, ThreadResult
-from ..run.preflight import InputError
 from ..run.session import Session, SessionError, Started
 from .batch import run_batch_command
 from .common import (
@@ -176,9 +176,7 @@ def run(
             replay=recording is not None,
             options=options,
         )
-    except InputError as exc:
-        fail(f"inputs: {exc}")
-    except SessionError as exc:
+    except OrchestratorError as exc:  # inputs that do not fit, a worktree git refused...
         fail_session(exc)
     if detach:
         if as_json:
@@ -198,7 +196,7 @@ def _recording(path: Path, graph: Graph) -> Recording:
     try:
         recording = load_recording(path)
     except RecordingError as exc:
-        fail(str(exc))
+        fail_session(exc)
     if recording.graph and recording.graph != graph.name:
         note(f"the recording is of graph '{recording.graph}', replaying it through '{graph.name}'")
     if recording.graph_hash and recording.graph_hash != graph.hash:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import click
 
-from .common import EXIT_PROBLEMS, fail, store_option, temporal_option
+from .common import EXIT_PROBLEMS, fail, fail_error, store_option, temporal_option
 
 TOKEN_ENV = "ORCHESTRATOR_SERVE_TOKEN"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{16,256}")  # fits a URL and a cookie unquoted
@@ -108,7 +108,7 @@ def serve(
         try:
             open_store(directory).close()  # a store that cannot be opened fails here, clearly
         except SessionError as exc:
-            fail(exc.message, EXIT_PROBLEMS)
+            fail_error(exc)
     sock = bind(host, port)
     address = sock.getsockname()
     shown = f"[{address[0]}]" if sock.family == socket.AF_INET6 else address[0]

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from ..errors import OrchestratorError
 from ..run.session import Session, SessionError, open_store
-from .common import EXIT_PROBLEMS, EXIT_USAGE, fail
+from .common import fail, fail_error
 
 if TYPE_CHECKING:
     from ..temporal.session import TemporalSession
@@ -17,11 +18,9 @@ if TYPE_CHECKING:
     AnySession = Session | TemporalSession
 
 
-def fail_session(exc: SessionError) -> NoReturn:
-    """A request the session refused: its problems, its message, exit 2 (usage) or 1."""
-    for problem in exc.problems:
-        click.echo(problem.format(), err=True)
-    fail(exc.message, EXIT_USAGE if exc.usage else EXIT_PROBLEMS)
+def fail_session(exc: OrchestratorError) -> NoReturn:
+    """A request the session refused, worded as every face words it (`fail_error`)."""
+    fail_error(exc)
 
 
 def note(text: str) -> None:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import click
 
 from ..core.events import ThreadStatus
-from ..core.outcomes import Answered, Refused, ResumeRequested
+from ..core.outcomes import Answered, ResumeRequested
 from ..definition.models import Graph
-from ..definition.problems import GraphError
 from ..definition.yamlpos import typed_value
+from ..errors import OrchestratorError
 from ..extract import format_reply
 from ..run.options import RunOptions
 from ..run.session import SessionError
@@ -176,12 +176,8 @@ def _graph_for(session: AnySession, row: ThreadRow, graph_arg: str | None) -> Gr
     """The thread's graph, loaded and linted: a changed graph with errors does not run."""
     try:
         return session.graph_for(row, graph_arg)
-    except SessionError as exc:
+    except OrchestratorError as exc:  # a graph that cannot be loaded, or has errors
         fail_session(exc)
-    except GraphError as err:
-        for problem in err.problems:
-            click.echo(problem.format(), err=True)
-        sys.exit(EXIT_USAGE)
 
 
 @threads.command("resume")
@@ -298,10 +294,8 @@ def cancel(thread_id: str, store_dir: Path | None, temporal: str | None) -> None
     session = _session(store_dir, temporal)
     try:
         row = session.cancel(thread_id)
-    except SessionError as exc:
+    except OrchestratorError as exc:  # no such thread, or one that has ended
         fail_session(exc)
-    except Refused as exc:
-        fail(exc.message, EXIT_USAGE)
     click.echo(f"thread {row.id} cancelled")
     sys.exit(EXIT_OK)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import Refused as Refused  # with its family; imported from here too
 from .events import SuspendKind
 
 
@@ -97,16 +98,3 @@ Outcome = (
     | CancelRequested
     | ResumeRequested
 )
-
-
-class Refused(Exception):
-    """The outcome cannot be taken in this state; nothing is recorded.
-
-    `errors` lists what was wrong with a person's answer; empty when the thread's state is the
-    reason (the message says what to do instead).
-    """
-
-    def __init__(self, message: str, errors: tuple[str, ...] = ()):
-        super().__init__(message)
-        self.message = message
-        self.errors = errors

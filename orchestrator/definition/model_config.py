@@ -44,6 +44,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ProviderError
+
 if TYPE_CHECKING:
     from ..actors.base import Usage
 
@@ -95,7 +97,7 @@ PRICES: dict[str, Price] = {
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
 
 
-class ModelConfigError(Exception):
+class ModelConfigError(ProviderError):
     """The user's models file is unreadable or malformed."""
 
 

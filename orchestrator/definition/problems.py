@@ -7,9 +7,11 @@ A problem code is a stable kebab-case identifier; docs/problems.md lists every c
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Literal
+
+from ..errors import GraphError as GraphError  # defined with its family; imported from here too
 
 Severity = Literal["error", "warning"]
 
@@ -45,13 +47,3 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A hint naming the closest choice, or an empty string."""
     matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean '{matches[0]}'?" if matches else ""
-
-
-class GraphError(Exception):
-    """A graph could not be loaded; `.problems` says why, each with file, line and column."""
-
-    def __init__(self, problems: Sequence[Problem]):
-        self.problems = list(problems)
-        first = self.problems[0].format() if self.problems else "graph could not be loaded"
-        more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
-        super().__init__(first + more)

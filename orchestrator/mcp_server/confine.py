@@ -34,12 +34,12 @@ from ..definition.loader import bundled_graphs_dir
 from ..definition.models import Graph, Role
 from ..definition.problems import Problem
 from ..definition.reserved import GRAPH_SUFFIXES
+from ..errors import Refused
 
 
-class Refusal(Exception):
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
+class Refusal(Refused):
+    """A path or a graph this server does not take from its caller; the message says which
+    folders it takes them from."""
 
 
 @dataclass(frozen=True)

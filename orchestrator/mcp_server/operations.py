@@ -1,9 +1,10 @@
 """What `orchestrator mcp` can do, as plain async methods over the session layer.
 
 Each method takes JSON values and returns JSON values; what a caller did wrong (an unknown
-thread, a graph with errors, inputs that do not fit, an answer the role would refuse) raises
-`OperationFailed` with a sentence to show, which the server turns into a tool error. The server
-keeps running whatever a call does.
+thread, a graph with errors, inputs that do not fit, an answer the role would refuse) raises an
+error of the family (`orchestrator.errors`), which the server words as the command line and the
+web page word it (`word`) and returns as a tool error. The server keeps running whatever a call
+does.
 
 Threads run in this process, in the background: `start_thread`, `answer_thread` and
 `resume_thread` wait up to `wait_seconds` for the thread to stop (complete, suspend, wait for a
@@ -26,27 +27,23 @@ from typing import Any
 
 from ..actors.recording import RecordingError, load_recording
 from ..core.events import ThreadStatus
-from ..core.outcomes import Refused
 from ..definition.loader import bundled_graphs_dir, load_graph
 from ..definition.models import Graph
-from ..definition.problems import GraphError
 from ..definition.reserved import GRAPH_SUFFIXES
+from ..errors import GraphError, Refused
 from ..extract import format_reply
 from ..linter import lint
 from ..run.options import RunOptions, ThreadResult
-from ..run.preflight import InputError
-from ..run.session import Session, SessionError, open_store
-from ..store.base import StoreError, ThreadBusy
+from ..run.session import Session, open_store
 from ..views.story import story_json, story_text
 from .confine import Confinement, inside
 
 DEFAULT_WAIT = 60.0
 
 
-class OperationFailed(Exception):
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
+class OperationFailed(Refused):
+    """A request this server does not carry out (a thread it already runs, an answer the
+    role would refuse); nothing was changed."""
 
 
 class Operations:
@@ -132,21 +129,20 @@ class Operations:
         if replay is not None:
             try:
                 recording = load_recording(self.confine.work_path(replay, "recording"))
-            except (RecordingError, OSError) as exc:
-                raise OperationFailed(f"cannot read the recording {replay}: {exc}") from None
+            except OSError as exc:
+                raise RecordingError(f"cannot read the recording {replay}: {exc}") from None
         values = dict(inputs or {})
         if recording is not None and not values:
             values = dict(recording.inputs)
-        with self._failures():
-            folder = self.session.preflight(
-                loaded,
-                workspace=where,
-                replay=recording is not None,
-                model=model,
-            )
-            started = self.session.start(
-                loaded, values, folder=folder, in_place=in_place, replay=recording is not None
-            )
+        folder = self.session.preflight(
+            loaded,
+            workspace=where,
+            replay=recording is not None,
+            model=model,
+        )
+        started = self.session.start(
+            loaded, values, folder=folder, in_place=in_place, replay=recording is not None
+        )
         options = RunOptions(model=model, interactive=False)
         return await self._run(
             started.thread_id,
@@ -157,24 +153,21 @@ class Operations:
         )
 
     async def thread_state(self, thread: str) -> dict[str, Any]:
-        with self._failures():
-            row = self.session.thread(thread)
-            question = self.session.question(row.id)
-            data = story_json(row, self.session.events(row.id), question)
+        row = self.session.thread(thread)
+        question = self.session.question(row.id)
+        data = story_json(row, self.session.events(row.id), question)
         data.pop("events", None)
         if row.id in self._running:
             data["running_here"] = True
         return data
 
     async def thread_story(self, thread: str, full: bool = False) -> str:
-        with self._failures():
-            row = self.session.thread(thread)
-            question = self.session.question(row.id)
-            return story_text(row, self.session.events(row.id), question=question, full=full)
+        row = self.session.thread(thread)
+        question = self.session.question(row.id)
+        return story_text(row, self.session.events(row.id), question=question, full=full)
 
     async def list_threads(self, state: str | None = None) -> list[dict[str, Any]]:
-        with self._failures():
-            return [row.to_dict() for row in self.session.threads(state)]
+        return [row.to_dict() for row in self.session.threads(state)]
 
     async def answer_thread(
         self,
@@ -186,15 +179,12 @@ class Operations:
         wait_seconds: float = DEFAULT_WAIT,
     ) -> dict[str, Any]:
         reply = text if text is not None else format_reply(status, dict(fields or {}), body)
-        with self._failures():
-            row = self.session.thread(thread)
-            graph = self.session.graph_for(row)
-            self.confine.check_sandboxed(graph)
-            errors = self.session.check_answer(graph, row.id, reply)
+        row = self.session.thread(thread)
+        graph = self.session.graph_for(row)
+        self.confine.check_sandboxed(graph)
+        errors = self.session.check_answer(graph, row.id, reply)
         if errors:
-            raise OperationFailed(
-                "the answer was not taken:\n" + "\n".join(f"- {e}" for e in errors)
-            )
+            raise OperationFailed("the answer was not taken", tuple(errors))
         return await self._run(
             row.id,
             lambda: self.session.answer(graph, row.id, reply, options=RunOptions()),
@@ -204,10 +194,9 @@ class Operations:
     async def resume_thread(
         self, thread: str, message: str | None = None, wait_seconds: float = DEFAULT_WAIT
     ) -> dict[str, Any]:
-        with self._failures():
-            row = self.session.thread(thread)
-            graph = self.session.graph_for(row)
-            self.confine.check_sandboxed(graph)
+        row = self.session.thread(thread)
+        graph = self.session.graph_for(row)
+        self.confine.check_sandboxed(graph)
         return await self._run(
             row.id,
             lambda: self.session.resume(graph, row.id, message=message, options=RunOptions()),
@@ -217,8 +206,7 @@ class Operations:
     async def cancel_thread(
         self, thread: str, reason: str = "cancelled by the user"
     ) -> dict[str, Any]:
-        with self._failures():
-            row = self.session.cancel(thread, reason)
+        row = self.session.cancel(thread, reason)
         running = self._running.get(row.id)
         if running is not None:  # its runner notices the cancel and stops the step in flight
             await asyncio.wait({running}, timeout=30)
@@ -239,7 +227,7 @@ class Operations:
         if thread_id in self._running and not self._running[thread_id].done():
             raise OperationFailed(f"thread {thread_id} is already running in this server")
         self.notes.clear()
-        task = asyncio.ensure_future(self._guarded(advance))
+        task = asyncio.ensure_future(advance())
         self._running[thread_id] = task
         task.add_done_callback(lambda _: self._running.pop(thread_id, None))
         done, _ = await asyncio.wait({task}, timeout=max(0.0, wait))
@@ -255,54 +243,16 @@ class Operations:
             data["notes"] = list(self.notes)
         return data
 
-    async def _guarded(self, advance: Callable[[], Awaitable[ThreadResult]]) -> ThreadResult:
-        try:
-            return await advance()
-        except Refused as exc:
-            raise OperationFailed(_refusal(exc)) from None
-        except (SessionError, ThreadBusy, StoreError, GraphError, InputError) as exc:
-            raise OperationFailed(_message(exc)) from None
-
     def _load(self, graph: str) -> Graph:
         """A graph a thread may start on: in the graph folders, free of errors, confined."""
         path = self.confine.graph_file(graph)
         try:
             loaded = load_graph(path)
-        except GraphError as exc:
-            raise OperationFailed(_message(GraphError(self.confine.redact(exc.problems)))) from None
+        except GraphError as exc:  # told without the text of files outside the graph folders
+            raise GraphError(self.confine.redact(exc.problems)) from None
         self.confine.check_children(loaded)
         problems = [p for p in lint(loaded) if p.severity == "error"]
         if problems:
-            raise OperationFailed(_message(GraphError(problems)))
+            raise GraphError(problems)
         self.confine.check_sandboxed(loaded)
         return loaded
-
-    def _failures(self) -> _Translate:
-        return _Translate()
-
-
-class _Translate:
-    """Turns the session's exceptions into `OperationFailed` with their message."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if exc is None or isinstance(exc, OperationFailed):
-            return
-        if isinstance(exc, Refused):
-            raise OperationFailed(_refusal(exc)) from None
-        if isinstance(exc, SessionError | ThreadBusy | StoreError | GraphError | InputError):
-            raise OperationFailed(_message(exc)) from None
-
-
-def _refusal(exc: Refused) -> str:
-    return exc.message + "".join(f"\n- {e}" for e in exc.errors)
-
-
-def _message(exc: BaseException) -> str:
-    if isinstance(exc, GraphError):
-        return "the graph has problems:\n" + "\n".join(p.format() for p in exc.problems)
-    if isinstance(exc, SessionError):
-        return exc.message + "".join("\n" + p.format() for p in exc.problems)
-    return str(getattr(exc, "message", None) or exc)

@@ -1,8 +1,8 @@
 """The MCP tools of `orchestrator mcp`, each a thin call of `Operations` (operations.py).
 
 A failure a caller can cause comes back as a tool error (`ToolError`: `is_error` with the
-message), and so does anything unexpected, with its type and message: the server never dies of
-a call. Tool names and arguments are the API a coding agent sees; the tools' docstrings and
+error worded by `orchestrator.errors.word`, as the command line and the web page word it), and
+so does anything unexpected, worded as the bug it is: the server never dies of a call. Tool names and arguments are the API a coding agent sees; the tools' docstrings and
 each argument's own description are what it reads, and each tool's annotations say whether it
 only reads, runs a thread, or ends one. Arguments that do not fit the schema are told in a
 sentence naming the argument.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,10 +23,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from .confine import Confinement, Refusal
-from .operations import DEFAULT_WAIT, OperationFailed, Operations
+from ..errors import word
+from .confine import Confinement
+from .operations import DEFAULT_WAIT, Operations
 
 T = TypeVar("T")
+log = logging.getLogger("orchestrator")
 
 INSTRUCTIONS = (
     "orchestrator runs multi-agent work as graphs of roles. List the graphs, validate one, "
@@ -59,12 +62,13 @@ def _tool_errors(function: Callable[..., Awaitable[T]]) -> Callable[..., Awaitab
     async def wrapper(*args: Any, **kwargs: Any) -> T:
         try:
             return await function(*args, **kwargs)
-        except (OperationFailed, Refusal) as exc:
-            raise ToolError(exc.message) from None
         except ToolError:
             raise
-        except Exception as exc:  # a bug must come back as an error, not end the server
-            raise ToolError(f"orchestrator failed: {type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # a bug too must come back as an error, not end the server
+            wording = word(exc)
+            if not wording.expected:
+                log.error("a tool call failed", exc_info=exc)
+            raise ToolError(wording.text()) from None
 
     return wrapper
 

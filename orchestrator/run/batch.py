@@ -34,7 +34,7 @@ MAX_RATE_LIMIT_RESUMES = 8
 MAX_BATCH = 100_000_000  # bytes of a batch file: a line of inputs each, so more than an input
 
 
-class BatchInputError(ValueError):
+class BatchInputError(InputError):
     """A line of the batch file is not a valid set of inputs; nothing was started."""
 
 
@@ -161,7 +161,7 @@ async def run_batch(
                         first=first,
                     )
                 except (Refused, ThreadBusy) as exc:  # another process took or ended it
-                    item.error = getattr(exc, "message", None) or str(exc)
+                    item.error = exc.message
                     if on_done is not None:
                         on_done(item)
                     return

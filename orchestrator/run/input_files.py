@@ -14,11 +14,13 @@ import os
 import stat
 from pathlib import Path
 
+from ..errors import InputError
+
 MAX_FILE = 10_000_000  # bytes of a file given as an input (-i KEY=@FILE, --file)
 PSEUDO_FILESYSTEMS = ("/proc", "/sys")
 
 
-class FileRefused(Exception):
+class FileRefused(InputError):
     """A file given as input that is not read: why, in words for the user."""
 
 

@@ -28,6 +28,7 @@ from ..definition.model_config import (
 from ..definition.models import Graph
 from ..definition.problems import has_errors
 from ..definition.validator import compile_validator
+from ..errors import InputError as InputError  # with its family; imported from here too
 from ..linter import lint
 from ..tools.sandbox_needs import sandbox_problem, unsandboxed_roles
 from ..tools.scrub import holder_of_secret
@@ -35,10 +36,6 @@ from .actors import model_settings
 from .errors import SessionError
 from .preconditions import failing
 from .warmup import import_sdk_in_background
-
-
-class InputError(ValueError):
-    """The thread's inputs do not satisfy the graph's `inputs` schema."""
 
 
 def check_inputs(graph: Graph, inputs: dict[str, Any]) -> None:

@@ -352,8 +352,10 @@ class Session:
             return self.store.thread(thread_id)
         except ThreadNotFound:
             where = self.directory or "the store"
-            raise SessionError(
-                f"no thread '{thread_id}' in {where} (see `orchestrator threads list`)"
+            raise ThreadNotFound(
+                thread_id,
+                f"no thread '{thread_id}' in {where}",
+                hint="see `orchestrator threads list`",
             ) from None
 
     def threads(self, state: str | None = None) -> list[ThreadRow]:

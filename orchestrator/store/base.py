@@ -19,6 +19,9 @@ from typing import Any, Protocol, TypeVar
 
 from ..core.events import Event, ThreadStarted, ThreadStatus
 from ..core.state import ThreadSummary
+from ..errors import StoreError as StoreError  # the store's errors, with their family
+from ..errors import ThreadBusy as ThreadBusy
+from ..errors import ThreadNotFound as ThreadNotFound
 
 T = TypeVar("T")
 
@@ -29,28 +32,6 @@ def default_store_dir(store: str | os.PathLike[str] | None = None) -> Path:
         return Path(store)
     home = os.environ.get("ORCHESTRATOR_HOME")
     return Path(home) if home else Path.cwd() / ".orchestrator"
-
-
-class ThreadNotFound(Exception):
-    pass
-
-
-class ThreadBusy(Exception):
-    """Another process is advancing this thread (or just appended to it)."""
-
-
-class StoreError(Exception):
-    """The store cannot be read or written: a full disk, a damaged file, a read-only folder.
-
-    The message names the store's file and what to do. `kind` says which: `full`, `damaged`,
-    `unwritable`, `busy`, `io` or `other`. Whatever was saved before the error is kept: an
-    event is saved by a transaction, which either happens whole or not at all.
-    """
-
-    def __init__(self, message: str, kind: str = "other"):
-        super().__init__(message)
-        self.message = message
-        self.kind = kind
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.events import Event, StepCommitted, ThreadStarted, ThreadStatus
 from ..core.state import ThreadSummary
-from .base import Owner, Resolved, StoredEvent, ThreadBusy, ThreadNotFound, ThreadRow
+from .base import Owner, Resolved, StoredEvent, StoreError, ThreadBusy, ThreadNotFound, ThreadRow
 
 
 class MemoryStore:
@@ -83,7 +83,7 @@ class MemoryStore:
             for n, (item, item_summary) in enumerate(before, seq - len(before)):
                 self.append(thread_id, n, item, item_summary)
             return Resolved(self.append(thread_id, seq, event, summary))
-        except (ThreadBusy, ThreadNotFound) as exc:
+        except StoreError as exc:  # ThreadBusy, ThreadNotFound: the caller's future says so
             return Resolved(error=exc)
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:

@@ -43,13 +43,14 @@ from ..core.steps import ThreadView, path_of, thread_view
 from ..definition.graphdiff import graph_changes
 from ..definition.loader import load_graph
 from ..definition.models import Graph
-from ..definition.problems import GraphError, has_errors
+from ..definition.problems import has_errors
+from ..errors import OrchestratorError
 from ..linter import lint
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_graph, check_inputs, workspace_folder
 from ..run.session import Notify, SessionError, Started
 from ..run.waiting import Question, answer_errors, question_of
-from ..store.base import StoredEvent, ThreadRow
+from ..store.base import StoredEvent, ThreadNotFound, ThreadRow
 from ..store.ids import new_thread_id
 from ..vcs.worktrees import find_repo, needs_isolation
 from . import DEFAULT_TASK_QUEUE
@@ -334,9 +335,10 @@ class TemporalSession:
         ]
         if len(matches) != 1:
             how = "no" if not matches else f"{len(matches)} threads match, no single"
-            raise SessionError(
-                f"{how} thread '{thread_id}' on Temporal at {self.address} "
-                "(see `orchestrator threads list --temporal ADDRESS`)"
+            raise ThreadNotFound(
+                thread_id,
+                f"{how} thread '{thread_id}' on Temporal at {self.address}",
+                hint="see `orchestrator threads list --temporal ADDRESS`",
             )
         return matches[0]
 
@@ -414,7 +416,7 @@ class TemporalSession:
         answers for it."""
         try:
             return self.graph_for(row)
-        except (SessionError, GraphError, ValueError, RuntimeError):
+        except (OrchestratorError, ValueError, RuntimeError):  # a graph, Temporal: not shown
             return None
 
     async def _carried_by_id(self, thread_id: str, queue: str) -> dict[str, Any]:

@@ -77,6 +77,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..definition.models import Sandbox
+from ..errors import WorkspaceError
 from . import limits as limiting
 from .boundary import Boundary, View, home_roots, interpreter_paths, views
 from .limits import Limits
@@ -104,7 +105,7 @@ LIFELINE_CHECK = (
 )
 
 
-class SandboxUnavailable(Exception):
+class SandboxUnavailable(WorkspaceError):
     """No sandbox can be made for a process that needs one; the message says what to do."""
 
 

@@ -58,6 +58,8 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..errors import WorkspaceError
+
 # `-c` settings on every git command: each switches off a program git could otherwise start.
 SAFE_CONFIG: tuple[str, ...] = (
     "core.hooksPath=/dev/null",  # no hook runs, post-commit and post-checkout included
@@ -109,7 +111,7 @@ DIFFING = frozenset({"diff", "log", "show"})  # commands that take --no-ext-diff
 TIMEOUT = 120.0
 
 
-class WorktreeError(Exception):
+class WorktreeError(WorkspaceError):
     """A git operation for the thread's worktree failed; the message says which and why."""
 
 

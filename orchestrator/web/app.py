@@ -11,6 +11,10 @@ Routes (all HTML unless said; every one behind `guard.Guard`):
     POST /threads/ID/cancel         cancel
     GET  /static/style.css, app.js  the page's only assets, shipped in the package
 
+A request that fails is answered with its error worded by `orchestrator.errors.word`, as the
+command line and the MCP server word it: in the page, or, for a client that accepts
+`application/json` (and not HTML first), as `{"error": code, "message", "hint", "details"}`.
+
 Threads are read through the session layer alone (`.threads`, `.thread`, `.events`, `.view`,
 `.question`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
 the local store's (`Session`) or, with `--temporal`, a `TemporalSession`, whose reading methods
@@ -33,19 +37,24 @@ from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
-from ..core.outcomes import Refused
-from ..definition.problems import GraphError
-from ..run.session import Session, SessionError, open_store
-from ..store.base import StoreError, ThreadRow
+from ..errors import OrchestratorError, Refused, ThreadNotFound, Wording, word
+from ..run.session import Session, open_store
+from ..store.base import ThreadRow
 from .answer_form import reply_from_form
 from .evals_page import eval_routes
 from .guard import ASGIApp, Guard
 from .html import error_page
 from .list_page import STATES, select, signature, threads_page
-from .runs import Runs, explain
+from .runs import Runs
 from .thread_page import AnswerState, Notice, thread_page
 
 if TYPE_CHECKING:
@@ -143,11 +152,13 @@ class Web:
         state = request.query_params.get("state") or None
         graph = request.query_params.get("graph") or None
         if state is not None and state not in STATES:
-            return self._error("no such state", f"'{state}' is not one of {', '.join(STATES)}", 400)
+            known = ", ".join(STATES)
+            wrong = OrchestratorError(f"'{state}' is not one of {known}", usage_error=True)
+            return self._error(request, "no such state", word(wrong), 400)
         try:
             every = await self.read(self.reader.threads)
-        except (SessionError, StoreError) as exc:
-            return self._error("the store cannot be read", explain(exc), 500)
+        except OrchestratorError as exc:
+            return self._error(request, "the store cannot be read", word(exc), 500)
         rows = [r for r in every if state is None or r.state == state]
         graphs = sorted({r.graph for r in every})
         html = threads_page(rows, state=state, graph=graph, graphs=graphs, where=self.where)
@@ -157,7 +168,7 @@ class Web:
         row = await self._row(request)
         if isinstance(row, Response):
             return row
-        return await self._thread_page(row)
+        return await self._thread_page(row, request=request)
 
     async def _thread_page(
         self,
@@ -166,16 +177,17 @@ class Web:
         notices: tuple[Notice, ...] = (),
         answer: AnswerState | None = None,
         status: int = 200,
+        request: Request | None = None,
     ) -> Response:
         try:
             view = await self.read(self.reader.view, row.id)
             graph = await self.read(self.reader.graph_of, row)
             question = await self.read(self.reader.question, row.id, graph)
-        except (SessionError, StoreError) as exc:
-            return self._error("the thread cannot be read", explain(exc), 500)
+        except OrchestratorError as exc:
+            return self._error(request, "the thread cannot be read", word(exc), 500)
         failed = self.runs.errors.get(row.id)
         if failed and not notices:
-            notices = (Notice(f"the last run from this page stopped: {failed}"),)
+            notices = (Notice(f"the last run from this page stopped: {failed.text()}"),)
         html = thread_page(
             row,
             view,
@@ -192,13 +204,18 @@ class Web:
         thread_id = request.path_params["thread_id"]
         try:
             return await self.read(self.reader.thread, thread_id)
-        except SessionError as exc:
-            return self._error("no such thread", exc.message, 404)
-        except StoreError as exc:
-            return self._error("the store cannot be read", exc.message, 500)
+        except ThreadNotFound as exc:
+            return self._error(request, "no such thread", word(exc), 404)
+        except OrchestratorError as exc:
+            return self._error(request, "the thread cannot be read", word(exc), 500)
 
-    def _error(self, title: str, message: str, status: int) -> Response:
-        return _html(error_page(title, message, where=self.where), status)
+    def _error(
+        self, request: Request | None, title: str, wording: Wording, status: int
+    ) -> Response:
+        """A failed request: as JSON to a client that asks for it, else as a page."""
+        if request is not None and wants_json(request):
+            return JSONResponse(wording.to_dict(), status, headers=HEADERS)
+        return _html(error_page(title, wording.text(), where=self.where), status)
 
     async def asset(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -215,23 +232,23 @@ class Web:
         data = await _form(request)
         question = await self.read(self.reader.question, row.id)
         if question is None or str(question.step) != data.get("step", str(question.step)):
-            return await self._thread_page(
-                await self.read(self.reader.thread, row.id),
-                notices=(Notice("the thread no longer waits for this answer; nothing was sent"),),
-                status=409,
-            )
+            gone = Refused("the thread no longer waits for this answer; nothing was sent")
+            return await self._after(request, row.id, word(gone))
         status, text, typed = reply_from_form(question, data)
         try:
             graph = await self.read(self.reader.graph_for, row)
             errors = await self.read(self.reader.check_answer, graph, row.id, text)
-        except (SessionError, GraphError, Refused, StoreError) as exc:
-            return await self._thread_page(row, notices=(Notice(explain(exc)),), status=409)
+        except OrchestratorError as exc:
+            return await self._after(request, row.id, word(exc))
         if errors:
+            why = "the answer does not fit the role's contract; nothing was recorded"
+            if wants_json(request):
+                return self._error(request, "", word(Refused(why, tuple(errors))), 422)
             refused = AnswerState(status, errors, typed)
-            note = Notice("the answer does not fit the role's contract; nothing was recorded")
+            note = Notice(why)
             return await self._thread_page(row, notices=(note,), answer=refused, status=422)
         failed = await self.runs.start(row.id, lambda s, g, o: s.answer(g, row.id, text, options=o))
-        return await self._after(row.id, failed)
+        return await self._after(request, row.id, failed)
 
     async def resume(self, request: Request) -> Response:
         row = await self._row(request)
@@ -241,7 +258,7 @@ class Web:
         failed = await self.runs.start(
             row.id, lambda s, g, o: s.resume(g, row.id, message=message, options=o)
         )
-        return await self._after(row.id, failed)
+        return await self._after(request, row.id, failed)
 
     async def cancel(self, request: Request) -> Response:
         row = await self._row(request)
@@ -249,15 +266,17 @@ class Web:
             return row
         try:
             await self.read(self.reader.cancel, row.id, "cancelled from the web page")
-        except (SessionError, Refused, StoreError) as exc:
-            return await self._after(row.id, explain(exc))
-        return await self._after(row.id, None)
+        except OrchestratorError as exc:
+            return await self._after(request, row.id, word(exc))
+        return await self._after(request, row.id, None)
 
-    async def _after(self, thread_id: str, failed: str | None) -> Response:
+    async def _after(self, request: Request, thread_id: str, failed: Wording | None) -> Response:
         if failed is None:  # the thread moved: show it (a GET, so a reload sends nothing again)
             return RedirectResponse(f"/threads/{thread_id}", status_code=303)
+        if wants_json(request):
+            return self._error(request, "", failed, 409)
         row = await self.read(self.reader.thread, thread_id)
-        return await self._thread_page(row, notices=(Notice(failed),), status=409)
+        return await self._thread_page(row, notices=(Notice(failed.text()),), status=409)
 
     # ------------------------------------------------------------------ live feeds
 
@@ -295,7 +314,7 @@ class Web:
             while not await request.is_disconnected():
                 try:
                     data = await self.read(probe)
-                except (SessionError, StoreError):  # a busy or failing store: look again
+                except OrchestratorError:  # a busy or failing store: look again
                     data = {key: last}
                 if data[key] != last:
                     last = data[key]
@@ -309,6 +328,13 @@ class Web:
 
         headers = {**HEADERS, "x-accel-buffering": "no"}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+def wants_json(request: Request) -> bool:
+    """A client that accepts JSON and not HTML before it (a browser asks for HTML first)."""
+    accept = request.headers.get("accept", "").lower()
+    json_at, html_at = accept.find("application/json"), accept.find("text/html")
+    return json_at >= 0 and (html_at < 0 or json_at < html_at)
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:

@@ -11,6 +11,9 @@ Stopping the server cancels the tasks: the runner then records the interruption,
 are left resumable, as after Ctrl-C on the command line. On Temporal (a `TemporalSession`, shared
 and never closed here), the request goes to the thread's workflow and the task follows it; the
 session's reading methods block on the network, so they run on a worker thread.
+
+Why a request failed is worded by `orchestrator.errors.word`, as the command line and the MCP
+server word it; an error outside the family is a bug, logged with its traceback here.
 """
 
 from __future__ import annotations
@@ -20,12 +23,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core.outcomes import Refused
 from ..definition.models import Graph
-from ..definition.problems import GraphError
+from ..errors import OrchestratorError, Wording, word
 from ..run.options import RunOptions, ThreadResult
-from ..run.session import Session, SessionError
-from ..store.base import StoreError, ThreadBusy
+from ..run.session import Session
 
 if TYPE_CHECKING:
     from ..temporal.session import TemporalSession
@@ -39,43 +40,29 @@ SETTLE_POLL = 0.05  # seconds between looks at the store while a request is bein
 SETTLE_LIMIT = 200  # looks, at most, before the page is shown anyway (the run goes on)
 
 
-def explain(exc: BaseException) -> str:
-    """A refused or failed request as one sentence for the page."""
-    match exc:
-        case SessionError() | Refused() | StoreError():
-            return exc.message
-        case ThreadBusy():
-            return "another process is running this thread; it continues there"
-        case GraphError():
-            return "the thread's graph cannot be loaded: " + "; ".join(
-                p.format() for p in exc.problems
-            )
-    return f"the run stopped on an unexpected error: {exc!r} (see the server's output)"
-
-
 class Runs:
     def __init__(self, open_session: Callable[[], AnySession], *, blocking: bool = False):
         self.open_session = open_session
         self.blocking = blocking
         self.tasks: dict[str, asyncio.Task[ThreadResult | None]] = {}
-        self.errors: dict[str, str] = {}  # the last failed run of each thread, for its page
+        self.errors: dict[str, Wording] = {}  # the last failed run of each thread, for its page
 
     def running(self, thread_id: str) -> bool:
         task = self.tasks.get(thread_id)
         return task is not None and not task.done()
 
-    async def start(self, thread_id: str, action: Action) -> str | None:
+    async def start(self, thread_id: str, action: Action) -> Wording | None:
         """Run `action` on the thread; None once it moved, else why it could not."""
         if self.running(thread_id):
-            return "this server is already running this thread"
+            return word(OrchestratorError("this server is already running this thread"))
         session = self.open_session()
         try:
             row = await self._read(session.thread, thread_id)
             graph = await self._read(session.graph_for, row)
             seen = row.seq
-        except (SessionError, GraphError, StoreError) as exc:
+        except OrchestratorError as exc:
             self._done_with(session)
-            return explain(exc)
+            return word(exc)
         self.errors.pop(thread_id, None)
         task = asyncio.create_task(self._run(thread_id, action, session, graph))
         self.tasks[thread_id] = task
@@ -85,7 +72,7 @@ class Runs:
             try:
                 if (await self._read(session.thread, thread_id)).seq > seen:
                     return None
-            except (SessionError, StoreError):
+            except OrchestratorError:  # a busy store, a worker slow to answer: look again
                 pass
             await asyncio.sleep(SETTLE_POLL)
         return None
@@ -105,8 +92,8 @@ class Runs:
         try:
             return await action(session, graph, RunOptions())
         except Exception as exc:  # shown on the thread's page; the thread stays as it was left
-            self.errors[thread_id] = explain(exc)
-            if not isinstance(exc, (SessionError, Refused, StoreError, ThreadBusy, GraphError)):
+            self.errors[thread_id] = wording = word(exc)
+            if not wording.expected:
                 log.exception("thread %s stopped on an unexpected error", thread_id)
             return None
         finally:
