@@ -25,11 +25,11 @@ from .live import LiveView, live_possible
 from .session import fail_session
 
 if TYPE_CHECKING:
-    from .session import AnySession
+    from ..run.contract import ThreadSession
 
 
 def drive(
-    session: AnySession,
+    session: ThreadSession,
     graph: Graph,
     thread_id: str,
     options: RunOptions,

@@ -7,14 +7,16 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from ..run.contract import ThreadSession
 from ..run.session import Session, SessionError, open_store
 from .common import EXIT_PROBLEMS, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from ..temporal.session import TemporalSession
 
-    # A local thread's session, or a thread on Temporal's: the same methods.
-    AnySession = Session | TemporalSession
+# The commands hold the session contract (run/contract.py), never a concrete class; the name
+# is kept for the modules that import it.
+AnySession = ThreadSession
 
 
 def fail_session(exc: SessionError) -> NoReturn:
@@ -34,7 +36,7 @@ def cli_session(
     task_queue: str | None = None,
     *,
     readonly: bool = False,
-) -> AnySession:
+) -> ThreadSession:
     """The session every thread command works through: on `--temporal ADDRESS` when given,
     else on `--store DIR` or the default store. Commands that only read (`threads list`, `show`,
     `export`) open the store `readonly`: they create nothing, and work on a read-only file
