@@ -50,24 +50,18 @@ _EXPORTS = {
     "SessionError": "orchestrator.run.session",
     "StoreError": "orchestrator.store.base",
     "ThreadBusy": "orchestrator.store.base",
-    "ThreadInfo": "orchestrator.run.api",
-    "run_thread": "orchestrator.run.api",
-    "arun_thread": "orchestrator.run.api",
-    "resume_thread": "orchestrator.run.api",
-    "answer_thread": "orchestrator.run.api",
-    "cancel_thread": "orchestrator.run.api",
-    "get_thread": "orchestrator.run.api",
+    "ThreadInfo": "orchestrator.client.functions",
+    "run_thread": "orchestrator.client.functions",
+    "arun_thread": "orchestrator.client.functions",
+    "resume_thread": "orchestrator.client.functions",
+    "answer_thread": "orchestrator.client.functions",
+    "cancel_thread": "orchestrator.client.functions",
+    "get_thread": "orchestrator.client.functions",
 }
 
 if TYPE_CHECKING:
     from orchestrator.actors.python import ActorCall
-    from orchestrator.core.outcomes import Refused
-    from orchestrator.definition.loader import load_graph
-    from orchestrator.definition.models import Graph
-    from orchestrator.definition.problems import GraphError, Problem
-    from orchestrator.extract import ExtractError, Output, extract_output
-    from orchestrator.linter import lint
-    from orchestrator.run.api import (
+    from orchestrator.client.functions import (
         ThreadInfo,
         answer_thread,
         arun_thread,
@@ -76,6 +70,12 @@ if TYPE_CHECKING:
         resume_thread,
         run_thread,
     )
+    from orchestrator.core.outcomes import Refused
+    from orchestrator.definition.loader import load_graph
+    from orchestrator.definition.models import Graph
+    from orchestrator.definition.problems import GraphError, Problem
+    from orchestrator.extract import ExtractError, Output, extract_output
+    from orchestrator.linter import lint
     from orchestrator.run.options import ThreadResult
     from orchestrator.run.preflight import InputError
     from orchestrator.run.session import SessionError
