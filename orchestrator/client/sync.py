@@ -110,7 +110,11 @@ class Orchestrator:
         try:
             self._call(self._client.aclose())
         finally:
-            self._stop()
+            try:  # the loop's own helper threads (`asyncio.to_thread`) end with it
+                self._call(self._loop.shutdown_asyncgens())
+                self._call(self._loop.shutdown_default_executor())
+            finally:
+                self._stop()
 
     # ------------------------------------------------------------------ a thread's life
 
