@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import click
 
 from ..run.contract import ThreadSession
 from ..run.session import Session, SessionError, open_store
 from .common import EXIT_PROBLEMS, EXIT_USAGE, fail
-
-if TYPE_CHECKING:
-    from ..temporal.session import TemporalSession
 
 # The commands hold the session contract (run/contract.py), never a concrete class; the name
 # is kept for the modules that import it.
@@ -51,7 +48,7 @@ def cli_session(
         fail_session(exc)
 
 
-def temporal_session(address: str, task_queue: str | None) -> TemporalSession:
+def temporal_session(address: str, task_queue: str | None) -> ThreadSession:
     """The Temporal session, or exit 2 saying which extra to install."""
     # deferred: temporalio is an optional extra, and heavy; only --temporal needs it
     from ..temporal import DEFAULT_TASK_QUEUE, MISSING
