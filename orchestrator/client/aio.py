@@ -174,7 +174,7 @@ class AsyncOrchestrator:
         if not wait:
             task = asyncio.ensure_future(advancing)
             self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            task.add_done_callback(self._settled)
             row = await self._session.athread(started.thread_id)
             return dataclasses.replace(of_row(row), state=ThreadStatus.RUNNING)
         return await self._result(loaded, await advancing)
@@ -264,6 +264,13 @@ class AsyncOrchestrator:
                 return
             pause = POLL_MIN if new else min(POLL_MAX, pause * 2)
             await asyncio.sleep(pause)
+
+    def _settled(self, task: asyncio.Task[ThreadResult]) -> None:
+        """A background run ended: its thread is as the log says (`get`, `events`); a failure
+        nobody awaits is said in the log rather than lost."""
+        self._background.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.warning("a thread run in the background stopped: %s", error)
 
     async def _result(self, graph: Graph, result: ThreadResult) -> Thread:
         question = None
