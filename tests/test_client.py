@@ -13,7 +13,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -320,3 +324,54 @@ def test_typed_errors_for_a_bad_graph_bad_inputs_a_refused_answer_and_an_unknown
         done = orch.answer(t.id, status="yes", fields={"why": "w"})
         with pytest.raises(Refused):  # a completed thread has nothing to answer
             orch.answer(done.id, status="yes", fields={"why": "again"})
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+SLOW = """
+import asyncio
+from pathlib import Path
+
+from orchestrator.actors.python import ActorCall
+
+
+async def draft(call: ActorCall) -> dict:
+    (call.workspace / "drafting").write_text("now")
+    await asyncio.sleep(120)
+    return {"$status": "ready", "draft": "late"}
+"""
+
+SCRIPT = """
+import sys
+
+from orchestrator import Orchestrator
+
+with Orchestrator(store=sys.argv[1]) as orch:
+    orch.run(sys.argv[2], {"topic": "x"}, workspace=sys.argv[3])
+"""
+
+
+def test_ctrl_c_during_a_sync_call_leaves_the_thread_resumable(
+    ask: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (ask.parent / "drafting.py").write_text(SLOW)
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(store), str(ask), str(workspace)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (workspace / "drafting").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "KeyboardInterrupt" in err
+    with Orchestrator(store=store) as orch:
+        (thread,) = orch.list()
+        assert thread.state == ThreadStatus.SUSPENDED, thread
+        names = kinds(list(orch.events(thread.id)))
+        assert names[-1] == "ThreadSuspended"
