@@ -188,3 +188,21 @@ def test_typed_errors_on_temporal(place: Place) -> None:
         assert refused.value.errors
         assert orch.get(t.id).state == ThreadStatus.WAITING
         orch.cancel(t.id)
+
+
+def test_a_temporal_sessions_sync_reads_work_inside_a_running_loop(place: Place) -> None:
+    from orchestrator.temporal.session import TemporalSession
+
+    with place.client() as orch:
+        t = orch.run(place.ask, {"task": "go"}, workspace=place.project.root)
+
+    async def handler() -> tuple[str, int]:  # what `asyncio.run` inside a loop used to refuse
+        with TemporalSession(place.address, task_queue=place.queue) as session:
+            return str(session.thread(t.id).state), len(session.events(t.id, after=1))
+
+    assert asyncio.run(handler()) == ("waiting", len(kinds_of(place, t.id)) - 1)
+
+
+def kinds_of(place: Place, thread_id: str) -> list[str]:
+    with place.client() as orch:
+        return kinds(list(orch.events(thread_id)))
