@@ -1,6 +1,7 @@
 """orchestrator: run multi-agent work as a graph of roles.
 
-The public API (docs/format.md section 10) is imported lazily so that the command line starts
+The public API (docs/format.md sections 10 and 10b, docs/api.md: the client, its `Thread` and
+the event types) is imported lazily so that the command line starts
 fast: `import orchestrator` loads nothing else until a name is used.
 """
 
@@ -11,6 +12,27 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "ActorCall",
+    "AsyncOrchestrator",
+    "Orchestrator",
+    "Thread",
+    "MemoryStore",
+    "RunOptions",
+    "StoredEvent",
+    "Event",
+    "ThreadStarted",
+    "StepStarted",
+    "BranchesStarted",
+    "BranchFailed",
+    "AttemptRejected",
+    "StepCommitted",
+    "HumanWaiting",
+    "ThreadSuspended",
+    "ThreadResumed",
+    "ThreadCompleted",
+    "ThreadFailed",
+    "ThreadCancelled",
+    "ThreadStatus",
+    "SuspendKind",
     "ExtractError",
     "Graph",
     "GraphError",
@@ -39,6 +61,27 @@ __all__ = [
 ]
 
 _EXPORTS = {
+    "AsyncOrchestrator": "orchestrator.client",
+    "Orchestrator": "orchestrator.client",
+    "Thread": "orchestrator.client",
+    "MemoryStore": "orchestrator.store.memory",
+    "RunOptions": "orchestrator.run.options",
+    "StoredEvent": "orchestrator.store.base",
+    "Event": "orchestrator.core.events",
+    "ThreadStarted": "orchestrator.core.events",
+    "StepStarted": "orchestrator.core.events",
+    "BranchesStarted": "orchestrator.core.events",
+    "BranchFailed": "orchestrator.core.events",
+    "AttemptRejected": "orchestrator.core.events",
+    "StepCommitted": "orchestrator.core.events",
+    "HumanWaiting": "orchestrator.core.events",
+    "ThreadSuspended": "orchestrator.core.events",
+    "ThreadResumed": "orchestrator.core.events",
+    "ThreadCompleted": "orchestrator.core.events",
+    "ThreadFailed": "orchestrator.core.events",
+    "ThreadCancelled": "orchestrator.core.events",
+    "ThreadStatus": "orchestrator.core.events",
+    "SuspendKind": "orchestrator.core.events",
     "ActorCall": "orchestrator.actors.python",
     "load_graph": "orchestrator.definition.loader",
     "Graph": "orchestrator.definition.models",
@@ -59,17 +102,44 @@ _EXPORTS = {
     "ThreadNotFound": "orchestrator.errors",
     "ProviderError": "orchestrator.errors",
     "WorkspaceError": "orchestrator.errors",
-    "ThreadInfo": "orchestrator.run.api",
-    "run_thread": "orchestrator.run.api",
-    "arun_thread": "orchestrator.run.api",
-    "resume_thread": "orchestrator.run.api",
-    "answer_thread": "orchestrator.run.api",
-    "cancel_thread": "orchestrator.run.api",
-    "get_thread": "orchestrator.run.api",
+    "ThreadInfo": "orchestrator.client.functions",
+    "run_thread": "orchestrator.client.functions",
+    "arun_thread": "orchestrator.client.functions",
+    "resume_thread": "orchestrator.client.functions",
+    "answer_thread": "orchestrator.client.functions",
+    "cancel_thread": "orchestrator.client.functions",
+    "get_thread": "orchestrator.client.functions",
 }
 
 if TYPE_CHECKING:
     from orchestrator.actors.python import ActorCall
+    from orchestrator.client import AsyncOrchestrator, Orchestrator, Thread
+    from orchestrator.client.functions import (
+        ThreadInfo,
+        answer_thread,
+        arun_thread,
+        cancel_thread,
+        get_thread,
+        resume_thread,
+        run_thread,
+    )
+    from orchestrator.core.events import (
+        AttemptRejected,
+        BranchesStarted,
+        BranchFailed,
+        Event,
+        HumanWaiting,
+        StepCommitted,
+        StepStarted,
+        SuspendKind,
+        ThreadCancelled,
+        ThreadCompleted,
+        ThreadFailed,
+        ThreadResumed,
+        ThreadStarted,
+        ThreadStatus,
+        ThreadSuspended,
+    )
     from orchestrator.definition.loader import load_graph
     from orchestrator.definition.models import Graph
     from orchestrator.definition.problems import Problem
@@ -87,16 +157,9 @@ if TYPE_CHECKING:
     )
     from orchestrator.extract import ExtractError, Output, extract_output
     from orchestrator.linter import lint
-    from orchestrator.run.api import (
-        ThreadInfo,
-        answer_thread,
-        arun_thread,
-        cancel_thread,
-        get_thread,
-        resume_thread,
-        run_thread,
-    )
-    from orchestrator.run.options import ThreadResult
+    from orchestrator.run.options import RunOptions, ThreadResult
+    from orchestrator.store.base import StoredEvent
+    from orchestrator.store.memory import MemoryStore
 
 
 def __getattr__(name: str) -> Any:

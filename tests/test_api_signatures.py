@@ -1,4 +1,4 @@
-"""The Python API's signatures (orchestrator/run/api.py): explicit keyword-only options that
+"""The Python API's signatures (orchestrator/client/functions.py): explicit keyword-only options that
 editors and type checkers can see, and a caller's `RunOptions` left as it was passed."""
 
 from __future__ import annotations

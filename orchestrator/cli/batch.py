@@ -13,8 +13,9 @@ from ..core.events import ThreadStatus
 from ..core.ledger import money
 from ..definition.models import Graph
 from ..run.batch import BatchInputError, BatchItem, read_batch, run_batch
+from ..run.contract import ThreadSession
 from ..run.options import RunOptions
-from ..run.session import Session, SessionError
+from ..run.session import SessionError
 from ..views.plural import plural
 from ..views.summary import spent, why
 from .common import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WAITING, fail
@@ -22,7 +23,7 @@ from .session import fail_session
 
 
 def run_batch_command(
-    session: Session,
+    session: ThreadSession,
     graph: Graph,
     batch_path: Path,
     defaults: dict[str, Any],

@@ -23,11 +23,11 @@ from .display import PlainPrinter, json_line
 from .live import LiveView, live_possible
 
 if TYPE_CHECKING:
-    from .session import AnySession
+    from ..run.contract import ThreadSession
 
 
 def drive(
-    session: AnySession,
+    session: ThreadSession,
     graph: Graph,
     thread_id: str,
     options: RunOptions,

@@ -16,7 +16,7 @@ from .common import EXIT_WAITING, fail, fail_error
 from .terminal import neutralise
 
 if TYPE_CHECKING:
-    from .session import AnySession
+    from ..run.contract import ThreadSession
 
 
 def answer_options(question: Question) -> str:
@@ -31,7 +31,7 @@ def answer_options(question: Question) -> str:
     return "\n".join(lines)
 
 
-def ask_in_terminal(session: AnySession, graph: Graph, question: Question) -> str:
+def ask_in_terminal(session: ThreadSession, graph: Graph, question: Question) -> str:
     """The interview `run` holds for a human role, until the moderator would take the answer.
 
     Nothing is recorded here: the answer is committed by the session afterwards. An answer the

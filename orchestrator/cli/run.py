@@ -14,7 +14,7 @@ from ..core.events import ThreadStatus
 from ..definition.models import Graph
 from ..errors import OrchestratorError
 from ..run.options import RunOptions, ThreadResult
-from ..run.session import Session, SessionError, Started
+from ..run.session import SessionError, Started
 from .batch import run_batch_command
 from .common import (
     EXIT_OK,
@@ -147,7 +147,7 @@ def run(
         )
     except SessionError as exc:
         fail_session(exc)
-    if batch_path is not None and isinstance(session, Session):  # not on Temporal: refused above
+    if batch_path is not None:  # not on Temporal: refused above
         sys.exit(
             run_batch_command(
                 session,

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import click
 
 from ..errors import OrchestratorError
+from ..run.contract import ThreadSession
 from ..run.session import Session, SessionError, open_store
 from .common import fail, fail_error
 
-if TYPE_CHECKING:
-    from ..temporal.session import TemporalSession
-
-    # A local thread's session, or a thread on Temporal's: the same methods.
-    AnySession = Session | TemporalSession
+# The commands hold the session contract (run/contract.py), never a concrete class; the name
+# is kept for the modules that import it.
+AnySession = ThreadSession
 
 
 def fail_session(exc: OrchestratorError) -> NoReturn:
@@ -33,7 +32,7 @@ def cli_session(
     task_queue: str | None = None,
     *,
     readonly: bool = False,
-) -> AnySession:
+) -> ThreadSession:
     """The session every thread command works through: on `--temporal ADDRESS` when given,
     else on `--store DIR` or the default store. Commands that only read (`threads list`, `show`,
     `export`) open the store `readonly`: they create nothing, and work on a read-only file
@@ -48,7 +47,7 @@ def cli_session(
         fail_session(exc)
 
 
-def temporal_session(address: str, task_queue: str | None) -> TemporalSession:
+def temporal_session(address: str, task_queue: str | None) -> ThreadSession:
     """The Temporal session, or exit 2 saying which extra to install."""
     # deferred: temporalio is an optional extra, and heavy; only --temporal needs it
     from ..temporal import DEFAULT_TASK_QUEUE, MISSING

@@ -36,6 +36,7 @@ from ..core.context import template_context
 from ..core.events import ThreadStatus
 from ..definition.models import Graph
 from ..definition.reserved import END
+from ..errors import InputError
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import InputError, check_inputs
 from ..run.session import Session
@@ -47,7 +48,7 @@ from .judge import judge_problem, run_judge
 from .suite import Case, Suite
 
 
-class EvalError(ValueError):
+class EvalError(InputError):
     """The eval cannot start (or continue); the message says why and what to do."""
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..definition.yamlpos import SourceMap, YamlSyntaxError, load_yaml
+from ..errors import InputError
 from ..run.input_files import FileRefused, read_regular_file
 
 MAX_FILE = 50_000_000  # bytes of a suite, a cases file or an @input
@@ -29,7 +30,7 @@ EXPECT_KEYS = {
 SUITE_KEYS = {"eval", "graph", "cases", "defaults", "description"}
 
 
-class SuiteError(ValueError):
+class SuiteError(InputError):
     """The suite cannot be run; the message lists every problem as `file:line: what`."""
 
 

@@ -33,6 +33,7 @@ from ..definition.reserved import GRAPH_SUFFIXES
 from ..errors import GraphError, Refused
 from ..extract import format_reply
 from ..linter import lint
+from ..run.contract import ThreadSession
 from ..run.options import RunOptions, ThreadResult
 from ..run.session import Session, open_store
 from ..views.story import story_json, story_text
@@ -57,11 +58,11 @@ class Operations:
         self.cwd = (cwd or Path.cwd()).resolve()
         self.confine = confinement or Confinement.of(self.cwd)
         self.notes: list[str] = []
-        self._session: Session | None = None
+        self._session: ThreadSession | None = None  # held as the contract (run/contract.py)
         self._running: dict[str, asyncio.Task[ThreadResult]] = {}
 
     @property
-    def session(self) -> Session:
+    def session(self) -> ThreadSession:
         if self._session is None:
             self._session = Session(open_store(self.store_dir), notify=self.notes.append)
         return self._session
@@ -218,6 +219,9 @@ class Operations:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._session is not None:  # its store's connections and writer thread
+            self._session.close()
+            self._session = None
 
     # ------------------------------------------------------------------ helpers
 

@@ -23,6 +23,7 @@ from ..core.outcomes import Refused, ResumeRequested
 from ..definition.models import Graph
 from ..store.base import EventStore, ThreadBusy
 from .actors import default_actor_for
+from .contract import ThreadSession
 from .input_files import FileRefused, read_regular_file
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import InputError, check_inputs
@@ -121,7 +122,7 @@ class BatchItem:
 async def run_batch(
     graph: Graph,
     batch: list[dict[str, Any]],
-    store: EventStore | Session,
+    store: EventStore | ThreadSession,
     *,
     concurrency: int = 4,
     actor_for: ActorFor | None = None,
@@ -136,7 +137,8 @@ async def run_batch(
     Every thread works in `workspace` (default: the current directory), or in a git worktree
     of its own there when the graph edits files (unless `in_place`), as a single run would.
     """
-    session = store if isinstance(store, Session) else Session(store)
+    # A store is given its own local session; a session (the contract) is used as it is.
+    session = store if isinstance(store, ThreadSession) else Session(store)
     folder = Path(workspace or Path.cwd()).resolve()
     limiter = AdaptiveLimiter(concurrency)
     items = [BatchItem(i, inputs) for i, inputs in enumerate(batch, 1)]

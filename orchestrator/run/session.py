@@ -2,7 +2,8 @@
 
 The command line (a single run, a batch, `threads ...`) and the Python API go through a
 `Session`, so they cannot drift apart; threads on Temporal go through `TemporalSession`
-(orchestrator/temporal/session.py), which has the same methods:
+(orchestrator/temporal/session.py). Both implement one protocol, `ThreadSession`
+(run/contract.py), which is all the faces and the client hold:
 
 - preflight (run/preflight.py): the graph lints clean, credentials exist for roles Claude plays and a sandbox can
   be made for roles that run commands (unless a recording is replayed), the workspace is a
@@ -16,7 +17,8 @@ The command line (a single run, a batch, `threads ...`) and the Python API go th
 - resume, answer, cancel: requests judged by the moderator (a refusal raises `Refused`);
 - prune: the worktrees of threads that ended, and their merged branches;
 - read: a thread's summary row, its events and their typed view, and what a waiting thread
-  asks.
+  asks; each read has an awaitable twin (`athread`, `aevents`, ...), as the contract asks;
+- close: the store is closed (its writer thread ends); a session shares nothing else.
 
 Notes for the person (a dirty checkout, a recreated worktree, a changed graph) go to `notify`;
 the session prints nothing itself.
@@ -75,6 +77,7 @@ from .preflight import check_credentials, check_inputs, check_prices, found_mode
 from .prune import Pruned, prune_worktrees
 from .runner import advance
 from .telemetry import traced
+from .twins import AwaitableTwins
 from .waiting import Question, answer_errors, question_of
 
 Notify = Callable[[str], None]
@@ -105,11 +108,23 @@ def open_store(
         raise SessionError(exc.message, usage=False) from None
 
 
-class Session:
+class Session(AwaitableTwins):
     def __init__(self, store: EventStore, *, notify: Notify | None = None):
         self.store = store
         self.notify: Notify = notify or (lambda text: None)
         self._boundaries: dict[str, trust.Boundary] = {}  # found at start, by thread
+
+    blocking = False  # reads are local: a server may make them on its loop
+
+    def close(self) -> None:
+        """Close the store (a SQLite store's writer thread ends; what is queued is written)."""
+        self.store.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def directory(self) -> Path | None:
@@ -277,19 +292,38 @@ class Session:
             return where
 
     async def resume(
-        self, graph: Graph, thread_id: str, *, message: str | None = None, **kw: Any
+        self,
+        graph: Graph,
+        thread_id: str,
+        *,
+        message: str | None = None,
+        options: RunOptions | None = None,
+        actor_for: ActorFor | None = None,
     ) -> ThreadResult:
-        return await self.advance(graph, thread_id, first=ResumeRequested(message), **kw)
+        first = ResumeRequested(message)
+        return await self.advance(
+            graph, thread_id, options=options, actor_for=actor_for, first=first
+        )
 
-    async def answer(self, graph: Graph, thread_id: str, text: str, **kw: Any) -> ThreadResult:
+    async def answer(
+        self,
+        graph: Graph,
+        thread_id: str,
+        text: str,
+        *,
+        options: RunOptions | None = None,
+        actor_for: ActorFor | None = None,
+    ) -> ThreadResult:
         """Answer the person's step the thread waits for. When a subgraph's child (or its
         child) is what waits, the answer is recorded there and the thread resumed, which
         continues the child."""
         leaf_graph, leaf = self.waiting_leaf(graph, thread_id)
         if leaf == thread_id:
-            return await self.advance(graph, thread_id, first=Answered(text), **kw)
+            return await self.advance(
+                graph, thread_id, options=options, actor_for=actor_for, first=Answered(text)
+            )
         self._record(leaf_graph, leaf, Answered(text))
-        return await self.resume(graph, thread_id, **kw)
+        return await self.resume(graph, thread_id, options=options, actor_for=actor_for)
 
     def waiting_leaf(self, graph: Graph, thread_id: str) -> tuple[Graph, str]:
         """The thread (and its graph) whose person's step a waiting thread waits for: itself,

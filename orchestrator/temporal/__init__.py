@@ -8,7 +8,7 @@ each role step is an activity on a worker. The modules:
     activities  run_step: the actor's call on a worker, with heartbeats
     worker      `orchestrator worker`: the worker process
     client      connecting, and reading Temporal's errors as the session's
-    session     TemporalSession: the Session's methods, on Temporal
+    session     TemporalSession: the session contract (run/contract.py), on Temporal
 
 Nothing is imported here: `temporalio` is needed only by the modules that use it, and this
 package's name is all the command line looks up before it knows the extra is wanted.

@@ -13,7 +13,9 @@ given and otherwise does exactly what it does for a local thread:
     events, state, view     the log, read from the workflow (a worker answers the query)
     graph_for               the graph the thread carries, or a changed one to resume with
 
-Sync methods run their own event loop; the async ones run in the caller's.
+It implements `ThreadSession` (run/contract.py). Sync methods run their own event loop (on a
+thread of their own when the caller's thread already runs one); the async ones (`athread`,
+`aevents`, ...) run in the caller's. Reads wait on the network: `blocking` is True.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import time
 import weakref
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,6 +51,7 @@ from ..errors import OrchestratorError
 from ..linter import lint
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_graph, check_inputs, workspace_folder
+from ..run.prune import Pruned
 from ..run.session import Notify, SessionError, Started
 from ..run.waiting import Question, answer_errors, question_of
 from ..store.base import StoredEvent, ThreadNotFound, ThreadRow
@@ -96,6 +100,8 @@ class TemporalSession:
         self._fresh: dict[str, int] = {}  # threads started here: shown from their first step
         OPEN.add(self)
 
+    blocking = True  # reads wait on the server (and a worker): not on a server's loop
+
     def close(self) -> None:
         self._client = None
         gc.collect()
@@ -112,7 +118,14 @@ class TemporalSession:
         return self._client
 
     def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run(coro)
+        """Run `coro` to its end; inside a running loop (which cannot host another), on a
+        thread of its own, so that a sync call works from async code too."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        with ThreadPoolExecutor(1, thread_name_prefix="orchestrator-temporal") as pool:
+            return pool.submit(asyncio.run, coro).result()
 
     async def _handle(self, thread_id: str) -> WorkflowHandle[Any, Any]:
         return (await self.client()).get_workflow_handle(thread_id)
@@ -165,6 +178,7 @@ class TemporalSession:
         *,
         folder: Path,
         in_place: bool = False,
+        replay: bool = False,  # refused by preflight: a replay runs on this machine
         thread_id: str | None = None,
         options: RunOptions | None = None,
     ) -> Started:
@@ -216,7 +230,7 @@ class TemporalSession:
         *,
         options: RunOptions | None = None,
         actor_for: ActorFor | None = None,
-        replay: Any = None,
+        replay: Recording | None = None,
         first: Outcome | None = None,
     ) -> ThreadResult:
         """Send `first` (a resume or an answer), then follow the thread until it stops running.
@@ -287,12 +301,32 @@ class TemporalSession:
         await answered(handle.execute_update(ThreadWorkflow.resume, request), queue)
 
     async def resume(
-        self, graph: Graph, thread_id: str, *, message: str | None = None, **kw: Any
+        self,
+        graph: Graph,
+        thread_id: str,
+        *,
+        message: str | None = None,
+        options: RunOptions | None = None,
+        actor_for: ActorFor | None = None,
     ) -> ThreadResult:
-        return await self.advance(graph, thread_id, first=ResumeRequested(message), **kw)
+        first = ResumeRequested(message)
+        return await self.advance(
+            graph, thread_id, options=options, actor_for=actor_for, first=first
+        )
 
-    async def answer(self, graph: Graph, thread_id: str, text: str, **kw: Any) -> ThreadResult:
-        return await self.advance(graph, thread_id, first=Answered(text), **kw)
+    async def answer(
+        self,
+        graph: Graph,
+        thread_id: str,
+        text: str,
+        *,
+        options: RunOptions | None = None,
+        actor_for: ActorFor | None = None,
+    ) -> ThreadResult:
+        first = Answered(text)
+        return await self.advance(
+            graph, thread_id, options=options, actor_for=actor_for, first=first
+        )
 
     async def outcome(self, thread_id: str) -> dict[str, Any]:
         """The result object once the thread's workflow closes (completed, failed, cancelled)."""
@@ -360,14 +394,15 @@ class TemporalSession:
         rows = [r for r in rows if state is None or r.state == state]
         return sorted(rows, key=lambda r: (r.created, r.id))
 
-    def events(self, thread_id: str) -> list[StoredEvent]:
-        return self._sync(self.aevents(thread_id))
+    def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
+        return self._sync(self.aevents(thread_id, after))
 
-    async def aevents(self, thread_id: str) -> list[StoredEvent]:
+    async def aevents(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
+        """The thread's events, or those numbered above `after` (a watcher's next read)."""
         row = await self.athread(thread_id)
         follower = Follower(await self._handle(row.id), row.task_queue, RunOptions())
         await follower.read(quiet_upto=math.inf)
-        return follower.events
+        return [stored for stored in follower.events if stored.seq > after]
 
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.events(thread_id)])
@@ -389,10 +424,13 @@ class TemporalSession:
         return carried
 
     def graph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph:
+        return self._sync(self.agraph_for(row, graph_arg))
+
+    async def agraph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph:
         """The graph the thread carries; with `graph_arg`, that graph (linted), the changes
         noted: a resume then continues with it."""
         queue = getattr(row, "task_queue", self.task_queue)
-        carried = self._sync(self._carried_by_id(row.id, queue))
+        carried = await self._carried_by_id(row.id, queue)
         if graph_arg is None:
             return graph_from_snapshot(carried["snapshot"])
         graph = load_graph(graph_arg)
@@ -423,18 +461,21 @@ class TemporalSession:
         return await self._carried(await self._handle(thread_id), queue)
 
     def question(self, thread_id: str, graph: Graph | None = None) -> Question | None:
+        return self._sync(self.aquestion(thread_id, graph))
+
+    async def aquestion(self, thread_id: str, graph: Graph | None = None) -> Question | None:
         """What a waiting thread asks (as Session.question), from the graph it carries."""
-        row = self.thread(thread_id)
-        state = self.state(row.id)
+        row = await self.athread(thread_id)
+        state = engine.fold([s.event for s in await self.aevents(row.id)])
         if state.status != ThreadStatus.WAITING:
             return None
-        return question_of(state, (graph or self.graph_for(row)).roles)
+        return question_of(state, (graph or await self.agraph_for(row)).roles)
 
     def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (as Session.check_answer)."""
         return answer_errors(graph, self.state(thread_id), text)
 
-    def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Any]:
+    def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Pruned]:
         raise SessionError("threads on Temporal have no worktrees here: nothing to prune")
 
 

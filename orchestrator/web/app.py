@@ -17,8 +17,8 @@ command line and the MCP server word it: in the page, or, for a client that acce
 
 Threads are read through the session layer alone (`.threads`, `.thread`, `.events`, `.view`,
 `.question`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
-the local store's (`Session`) or, with `--temporal`, a `TemporalSession`, whose reading methods
-block on the network: they run on a worker thread, off the server's loop. The live feeds look at
+held as the contract (run/contract.py): the local store's or, with `--temporal`, Temporal's,
+whose reads block on the network (`blocking`): they run on a worker thread, off the server's loop. The live feeds look at
 the threads' rows every `poll` seconds: a thread advanced by any process (the command line, a
 batch, this server, a Temporal worker) shows up.
 """
@@ -47,6 +47,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from ..errors import OrchestratorError, Refused, ThreadNotFound, Wording, word
+from ..run.contract import ThreadSession
 from ..run.session import Session, open_store
 from ..store.base import ThreadRow
 from .answer_form import reply_from_form
@@ -58,9 +59,7 @@ from .runs import Runs
 from .thread_page import AnswerState, Notice, thread_page
 
 if TYPE_CHECKING:
-    from ..temporal.session import TemporalSession
-
-    AnySession = Session | TemporalSession
+    from .runs import OpenSession
 
 log = logging.getLogger("orchestrator")
 T = TypeVar("T")
@@ -83,23 +82,28 @@ KEEPALIVE_S = 15.0
 def make_app(
     store_dir: Path | None = None,
     *,
-    temporal: TemporalSession | None = None,
+    temporal: ThreadSession | None = None,
     token: str | None = None,
     loopback: bool = True,
     poll: float = 0.5,
 ) -> ASGIApp:
     """The web application over the store in `store_dir`, or over the threads of a
-    `TemporalSession`; `token` is required on every request (None: `--no-token`, loopback
+    Temporal session (shared by every request, closed by its owner); `token` is required on every request (None: `--no-token`, loopback
     only); `loopback` checks the Host header (see guard.py)."""
     if temporal is not None:
-        web = Web(temporal, lambda: temporal, where=f"Temporal at {temporal.address}", poll=poll)
+        shared = temporal
+        where = f"Temporal at {getattr(temporal, 'address', '?')}"
+        web = Web(
+            temporal, lambda: contextlib.nullcontext(shared), where=where, poll=poll, owned=False
+        )
     else:
         assert store_dir is not None
         web = Web(
             Session(open_store(store_dir), notify=log.info),
-            lambda: Session(open_store(store_dir), notify=log.info),
+            lambda: Session(open_store(store_dir), notify=log.info),  # closed after its run
             where=str(store_dir),
             poll=poll,
+            owned=True,
         )
     routes = [
         Route("/", web.index),
@@ -119,16 +123,18 @@ def make_app(
 class Web:
     def __init__(
         self,
-        reader: AnySession,
-        open_session: Callable[[], AnySession],
+        reader: ThreadSession,
+        open_session: OpenSession,
         *,
         where: str,
         poll: float,
+        owned: bool,
     ):
         self.reader = reader
+        self.owned = owned  # the reader is this app's own, closed with it
         self.poll = poll
         self.where = where
-        self.blocking = not isinstance(reader, Session)  # Temporal: reads wait on the network
+        self.blocking = reader.blocking  # Temporal: reads wait on the network
         self.runs = Runs(open_session, blocking=self.blocking)
         folder = resources.files("orchestrator.web") / "static"
         self.assets = {name: (folder / name).read_bytes() for name in ASSETS}
@@ -143,8 +149,8 @@ class Web:
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         yield
         await self.runs.close()
-        if isinstance(self.reader, Session):
-            self.reader.store.close()
+        if self.owned:  # a shared session (Temporal's) is closed by its owner
+            self.reader.close()
 
     # ------------------------------------------------------------------ pages
 

@@ -1,16 +1,17 @@
 """The threads this server advances: a resume or an answer given on the page runs here.
 
-Each runs as an asyncio task on the server's loop, through its own `Session` (its own store
-connection), exactly as `threads resume` / `threads answer` run it: the thread's graph, loaded
+Each runs as an asyncio task on the server's loop, through a session of its own (a local one
+has its own store connection), exactly as `threads resume` / `threads answer` run it: the thread's graph, loaded
 and linted, its roles' own actors, the lease that keeps a second process out, the work committed
 on the thread's branch when it completes. A request returns once the thread has moved (its
 request judged and recorded) or the run has ended, so the page that follows shows the answer
 taken, or the reason it was refused.
 
 Stopping the server cancels the tasks: the runner then records the interruption, and the threads
-are left resumable, as after Ctrl-C on the command line. On Temporal (a `TemporalSession`, shared
-and never closed here), the request goes to the thread's workflow and the task follows it; the
-session's reading methods block on the network, so they run on a worker thread.
+are left resumable, as after Ctrl-C on the command line. Sessions are held as the contract
+(run/contract.py) alone: `open_session` gives a context manager, which closes a session made for
+the run and leaves a shared one (Temporal's) open; a `blocking` session's reads (Temporal's
+wait on the network) run on a worker thread.
 
 Why a request failed is worded by `orchestrator.errors.word`, as the command line and the MCP
 server word it; an error outside the family is a bug, logged with its traceback here.
@@ -19,19 +20,18 @@ server word it; an error outside the family is a bug, logged with its traceback 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any
 
 from ..definition.models import Graph
 from ..errors import OrchestratorError, Wording, word
+from ..run.contract import ThreadSession
 from ..run.options import RunOptions, ThreadResult
-from ..run.session import Session
 
-if TYPE_CHECKING:
-    from ..temporal.session import TemporalSession
-
-    AnySession = Session | TemporalSession
+OpenSession = Callable[[], AbstractContextManager[ThreadSession]]
 
 log = logging.getLogger("orchestrator")
 
@@ -41,7 +41,7 @@ SETTLE_LIMIT = 200  # looks, at most, before the page is shown anyway (the run g
 
 
 class Runs:
-    def __init__(self, open_session: Callable[[], AnySession], *, blocking: bool = False):
+    def __init__(self, open_session: OpenSession, *, blocking: bool = False):
         self.open_session = open_session
         self.blocking = blocking
         self.tasks: dict[str, asyncio.Task[ThreadResult | None]] = {}
@@ -55,16 +55,17 @@ class Runs:
         """Run `action` on the thread; None once it moved, else why it could not."""
         if self.running(thread_id):
             return word(OrchestratorError("this server is already running this thread"))
-        session = self.open_session()
+        held = contextlib.ExitStack()
+        session = held.enter_context(self.open_session())
         try:
             row = await self._read(session.thread, thread_id)
             graph = await self._read(session.graph_for, row)
             seen = row.seq
         except OrchestratorError as exc:
-            self._done_with(session)
+            held.close()
             return word(exc)
         self.errors.pop(thread_id, None)
-        task = asyncio.create_task(self._run(thread_id, action, session, graph))
+        task = asyncio.create_task(self._run(thread_id, action, held, session, graph))
         self.tasks[thread_id] = task
         for _ in range(SETTLE_LIMIT):
             if task.done():
@@ -82,12 +83,13 @@ class Runs:
             return await asyncio.to_thread(function, *args)
         return function(*args)
 
-    def _done_with(self, session: AnySession) -> None:
-        if isinstance(session, Session):  # a local run's own connection
-            session.store.close()
-
     async def _run(
-        self, thread_id: str, action: Action, session: AnySession, graph: Graph
+        self,
+        thread_id: str,
+        action: Action,
+        held: contextlib.ExitStack,
+        session: ThreadSession,
+        graph: Graph,
     ) -> ThreadResult | None:
         try:
             return await action(session, graph, RunOptions())
@@ -97,7 +99,7 @@ class Runs:
                 log.exception("thread %s stopped on an unexpected error", thread_id)
             return None
         finally:
-            self._done_with(session)
+            held.close()
 
     async def close(self) -> None:
         """Interrupt every run (each thread is left resumable) and wait for them to stop."""

@@ -1,4 +1,8 @@
-"""The Python API of a thread's life (docs/format.md section 10), through the session layer.
+"""The functions of docs/format.md section 10: thin wrappers over the client (client/aio.py).
+
+Each opens a client, does one thing and closes it (a store it opened is closed: no writer thread
+or file handle outlives the call); the sync ones run on the client's own loop, so they work inside
+a running event loop too. A `RunOptions` passed in is copied, never changed.
 
 Threads are durable by default: they live in the same store the command line uses
 (`store=` a folder, else `$ORCHESTRATOR_HOME`, else `./.orchestrator/`), so a thread started
@@ -14,26 +18,24 @@ the thread's state does not allow, or a person's answer that is invalid: `.error
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
-from ..actors.recording import Recording, load_recording
+from ..actors.recording import Recording
 from ..core.steps import StepView, ThreadView, thread_view
-from ..definition.loader import load_graph
 from ..definition.models import Graph
-from ..extract import format_reply
+from ..run.options import ActorFor, RunOptions, ThreadResult
+from ..run.session import Session, open_store
+from ..run.waiting import Question
 from ..store.base import EventStore, StoredEvent, ThreadRow
 from ..views.story import story_json
-from .options import ActorFor, RunOptions, ThreadResult
-from .session import Session, open_store
-from .waiting import Question
+from .aio import AsyncOrchestrator
+from .sync import Orchestrator
+from .thread import Thread
 
 StoreArg = EventStore | str | os.PathLike[str] | None
 
@@ -43,20 +45,20 @@ StoreArg = EventStore | str | os.PathLike[str] | None
 log = logging.getLogger("orchestrator")
 
 
-def _session(store: StoreArg) -> Session:
-    return Session(open_store(store), notify=log.warning)
-
-
-def _graph(graph: Graph | str | os.PathLike[str]) -> Graph:
-    return graph if isinstance(graph, Graph) else load_graph(graph)
-
-
-def _options(options: RunOptions | None, model: str | None, max_steps: int | None) -> RunOptions:
-    """The caller's options with `model` and `max_steps` laid over them, in a copy: a
-    `RunOptions` passed in is the caller's, to use again as it was."""
-    options = options or RunOptions()
-    return dataclasses.replace(
-        options, model=model or options.model, max_steps=max_steps or options.max_steps
+def _result(thread: Thread) -> ThreadResult:
+    """The client's `Thread` as section 10's `ThreadResult` (the same facts)."""
+    return ThreadResult(
+        thread.id,
+        thread.state,
+        thread.final,
+        thread.reason,
+        thread.steps,
+        thread.cost_usd,
+        list(thread.path),
+        thread.kind,
+        ending=thread.ending,
+        recovery=thread.recovery,
+        worktree=dict(thread.worktree) if thread.worktree is not None else None,
     )
 
 
@@ -78,28 +80,19 @@ async def arun_thread(
     The parameters are `run_thread`'s: `graph`, `inputs`, `workspace`, `store`, `model`,
     `max_steps`, `in_place`, `replay`, `actor_for`, `options`.
     """
-    graph = _graph(graph)
-    recording = replay if isinstance(replay, Recording | None) else load_recording(Path(replay))
-    session = _session(store)
-    folder = session.preflight(
-        graph,
-        workspace=workspace,
-        replay=recording is not None or actor_for is not None,
-        model=model or (options.model if options is not None else None),
-    )
-    values = dict(inputs or {})
-    if recording is not None and not values:
-        values = dict(recording.inputs)
-    started = session.start(
-        graph, values, folder=folder, in_place=in_place, replay=recording is not None
-    )
-    return await session.advance(
-        graph,
-        started.thread_id,
-        options=_options(options, model, max_steps),
-        actor_for=actor_for,
-        replay=recording,
-    )
+    async with AsyncOrchestrator(store) as orch:
+        thread = await orch.run(
+            graph,
+            inputs,
+            workspace=workspace,
+            in_place=in_place,
+            model=model,
+            max_steps=max_steps,
+            replay=replay,
+            actor_for=actor_for,
+            options=options,
+        )
+    return _result(thread)
 
 
 def run_thread(
@@ -135,20 +128,19 @@ def run_thread(
     - `options`: a `RunOptions` (callbacks, timeouts, ...); `model` and `max_steps` given here
       win over its own, in a copy: the object passed is not changed.
     """
-    return asyncio.run(
-        arun_thread(
+    with Orchestrator(store) as orch:
+        thread = orch.run(
             graph,
             inputs,
             workspace=workspace,
-            store=store,
+            in_place=in_place,
             model=model,
             max_steps=max_steps,
-            in_place=in_place,
             replay=replay,
             actor_for=actor_for,
             options=options,
         )
-    )
+    return _result(thread)
 
 
 def resume_thread(
@@ -172,18 +164,17 @@ def resume_thread(
     - `model`, `max_steps`, `actor_for`, `options`: as `run_thread` (the `options` passed are
       not changed).
     """
-    session = _session(store)
-    row = session.thread(thread_id)
-    loaded = _graph(graph) if graph is not None else session.graph_for(row)
-    return asyncio.run(
-        session.resume(
-            loaded,
-            row.id,
+    with Orchestrator(store) as orch:
+        thread = orch.resume(
+            thread_id,
             message=message,
-            options=_options(options, model, max_steps),
+            graph=graph,
+            model=model,
+            max_steps=max_steps,
             actor_for=actor_for,
+            options=options,
         )
-    )
+    return _result(thread)
 
 
 def answer_thread(
@@ -205,24 +196,27 @@ def answer_thread(
     - `text`: the whole reply (frontmatter and body), instead of those three.
     - `store`, `graph`, `actor_for`, `options`: as `resume_thread`.
     """
-    session = _session(store)
-    row = session.thread(thread_id)
-    loaded = _graph(graph) if graph is not None else session.graph_for(row)
-    reply = text if text is not None else format_reply(status, dict(fields or {}), body)
-    return asyncio.run(
-        session.answer(
-            loaded, row.id, reply, options=_options(options, None, None), actor_for=actor_for
+    with Orchestrator(store) as orch:
+        thread = orch.answer(
+            thread_id,
+            status=status,
+            fields=fields,
+            body=body,
+            text=text,
+            graph=graph,
+            actor_for=actor_for,
+            options=options,
         )
-    )
+    return _result(thread)
 
 
 def cancel_thread(
     thread_id: str, *, store: StoreArg = None, reason: str = "cancelled by the user"
 ) -> ThreadInfo:
     """Cancel a thread for good; a process running it stops its step in flight."""
-    session = _session(store)
-    row = session.cancel(thread_id, reason)
-    return ThreadInfo(row, session.store.events(row.id))
+    with Session(open_store(store), notify=log.warning) as session:
+        row = session.cancel(thread_id, reason)
+        return ThreadInfo(row, session.events(row.id))
 
 
 @dataclass(frozen=True)
@@ -268,9 +262,9 @@ class ThreadInfo:
 def get_thread(thread_id: str, *, store: StoreArg = None) -> ThreadInfo:
     """A thread's state, steps and cost (an id, or a unique prefix or suffix of one); for a
     thread waiting for a person, `.question` (the prompt, the statuses and fields it takes)."""
-    session = Session(open_store(store, readonly=True))
-    row = session.thread(thread_id)
-    return ThreadInfo(row, session.store.events(row.id), session.question(row.id))
+    with Session(open_store(store, readonly=True)) as session:
+        row = session.thread(thread_id)
+        return ThreadInfo(row, session.events(row.id), session.question(row.id))
 
 
 __all__ = [
