@@ -36,7 +36,6 @@ from ..core.context import template_context
 from ..core.events import ThreadStatus
 from ..definition.models import Graph
 from ..definition.reserved import END
-from ..errors import InputError
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import InputError, check_inputs
 from ..run.session import Session
