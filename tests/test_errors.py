@@ -129,7 +129,8 @@ def test_old_behaviours_kept() -> None:
     assert graph.problems == [PROBLEM, PROBLEM]
     assert isinstance(InputError("x"), ValueError)  # it was a ValueError
     assert isinstance(RecordingError("x"), ValueError)
-    assert str(ThreadNotFound("01ABC")) == "01ABC"  # stores raise it with the id
+    assert ThreadNotFound("01ABC").thread_id == "01ABC"  # stores raise it with the id
+    assert str(ThreadNotFound("01ABC")) == "no thread '01ABC'"  # what a person reads
     assert isinstance(ThreadNotFound("x"), SessionError)  # the session raised that for an id
     assert str(ExtractError(["a", "b"])) == "a\nb"
     assert SessionError("x", usage=False).usage is False

@@ -171,7 +171,6 @@ class ThreadNotFound(StoreError, SessionError):
             message or f"no thread '{thread_id}'",
             hint=hint or "see `orchestrator threads list`",
         )
-        self.args = (thread_id,)  # what `str()` was before: the id asked for
         self.kind = "missing"
         self.usage = True
         self.problems = []
