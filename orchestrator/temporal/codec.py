@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..actors.base import Attempt, HistoryItem, Visit
 from ..core.events import Event, SuspendKind, event_from_dict
 from ..core.outcomes import (
     ActorFailed,
@@ -21,8 +20,9 @@ from ..core.outcomes import (
     Replied,
     ResumeRequested,
 )
+from ..core.records import Attempt, HistoryItem, Visit
 from ..definition.models import Graph, Role
-from ..run.step import StepPlan
+from ..run.plan import StepPlan
 from ..store.base import StoredEvent
 
 OUTCOMES: dict[str, type] = {

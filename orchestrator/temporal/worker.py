@@ -18,11 +18,12 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from . import DEFAULT_TASK_QUEUE
 from .activities import StepActivities
 from .client import connect
-from .workflow import ThreadWorkflow
+from .workflow import DETERMINISTIC_MODULES, ThreadWorkflow
 
 GRACE = timedelta(seconds=10)
 STICKY_TIMEOUT = timedelta(seconds=3)  # a dead worker's cached workflows move on after this
@@ -52,6 +53,13 @@ async def run_worker(
             client,
             task_queue=task_queue,
             workflows=[ThreadWorkflow],
+            # The workflow imports deterministic modules only (tests/test_workflow_imports.py):
+            # they are the host's, imported once, not again for every workflow run.
+            workflow_runner=SandboxedWorkflowRunner(
+                restrictions=SandboxRestrictions.default.with_passthrough_modules(
+                    *DETERMINISTIC_MODULES
+                )
+            ),
             activities=[activities.run_step],
             max_concurrent_activities=max_concurrent,
             graceful_shutdown_timeout=GRACE,
