@@ -12,7 +12,7 @@ driver (`core/driver.py`), the local runner being the other: the driver asks `de
                    activity on a worker (activities.py: the only place of its I/O)
     single         the step in flight (stopped by a cancel or an interrupt)
     branches       the branch steps as tasks of the workflow
-    run_child      a subgraph role's child: refused here for now (NOT_ON_TEMPORAL)
+    run_child      a subgraph role's child: a child workflow (children.py)
     idle           completed, failed, cancelled: the workflow returns; suspended or waiting:
                    wait for a request
 
@@ -47,7 +47,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -59,10 +58,10 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 # Deterministic modules only (tests/test_workflow_imports.py): the host's, passed through the
 # sandbox, so they are imported once per worker, not again for every workflow run; what they
-# import on first use is passed through by the worker's runner (worker.py, DETERMINISTIC_MODULES).
+# import on first use is passed through by the worker's runner (worker.py, DETERMINISTIC).
 with workflow.unsafe.imports_passed_through():
     from ..core import engine
-    from ..core.commands import Limits, RunChild, RunStep, limits_for
+    from ..core.commands import Limits, RunStep, limits_for
     from ..core.driver import Work, drive
     from ..core.events import Event, SuspendKind, ThreadStatus, event_from_dict
     from ..core.outcomes import (
@@ -87,33 +86,16 @@ with workflow.unsafe.imports_passed_through():
     from ..run.options import ThreadResult
     from ..run.plan import plan_step
     from ..views.plural import plural
+    from .children import PARENT_CANCELLED, ChildThreads
     from .codec import graph_from_snapshot, outcome_from_dict, plan_to_dict, stored_to_dict
+    from .inputs import EventsPage, ReplayInput
+    from .inputs import ResumeInput as ResumeInput  # the sessions' and activities' names too
+    from .inputs import StepInput as StepInput
+    from .inputs import ThreadInput as ThreadInput
 
     with contextlib.suppress(ImportError):  # an optional speed-up of fastcheck
         import jsonschema_rs  # noqa: F401
 
-# What the workflow imports, all deterministic (a test checks it): the worker passes them through
-# its sandbox, so they are imported once per worker and not for every workflow run; a module
-# they import on first use (a guard's CEL extension) is one of them, or imported in the sandbox.
-DETERMINISTIC_MODULES = (
-    "orchestrator",
-    "pydantic",
-    "pydantic_core",
-    "annotated_types",
-    "typing_inspection",
-    "jsonschema",
-    "jsonschema_specifications",
-    "referencing",
-    "rpds",
-    "attr",
-    "attrs",
-    "jsonpointer",
-    "idna",
-    "yaml",
-    "chevron_blue",
-    "re2",
-    "cel",
-)
 WORKFLOW_NAME = "OrchestratorThread"
 ACTIVITY_NAME = "run_step"
 MEMO_KEY = "thread"
@@ -121,48 +103,7 @@ WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on 
 MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
 MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
-NOT_ON_TEMPORAL = "subgraph roles do not run on Temporal yet: run the thread without --temporal"
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
-
-
-@dataclass
-class ThreadInput:
-    """What a thread's workflow starts with: its log so far, its graph and how to run it."""
-
-    thread_id: str
-    snapshot: dict[str, Any]  # Graph.model_dump(mode="json"): workers need no graph files
-    events: list[dict[str, Any]]  # stored events {seq, at, event}: ThreadStarted at least
-    graph_path: str = ""
-    max_steps: int | None = None
-    model: str | None = None
-    first: dict[str, Any] | None = None  # a request judged first: a completed thread resumed
-    heartbeat_seconds: float = 10.0
-
-
-@dataclass
-class StepInput:
-    """The `run_step` activity's argument: the plan, the role it is for, the workspace."""
-
-    role_name: str
-    role: dict[str, Any]
-    plan: dict[str, Any]
-    workspace: str
-
-
-@dataclass
-class ResumeInput:
-    message: str | None = None
-    max_steps: int | None = None
-    model: str | None = None
-    snapshot: dict[str, Any] | None = None  # a changed graph to continue with
-    graph_path: str | None = None
-
-
-@dataclass
-class EventsPage:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    seq: int = 0  # the thread's last sequence number
-    status: str = ""
 
 
 def refusal(exc: Refused) -> ApplicationError:
@@ -171,14 +112,23 @@ def refusal(exc: Refused) -> ApplicationError:
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ThreadWorkflow:
+class ThreadWorkflow(ChildThreads):
+    workflow_name = WORKFLOW_NAME
+
     @workflow.init
     def __init__(self, params: ThreadInput) -> None:
         self.thread_id = params.thread_id
         self.snapshot = params.snapshot
-        self.graph: Graph = graph_from_snapshot(params.snapshot)
+        self.subgraphs = params.subgraphs
+        self.graph: Graph = graph_from_snapshot(params.snapshot, params.subgraphs)
         self.graph_path = params.graph_path
-        self.limits: Limits = limits_for(self.graph, params.max_steps)
+        self.max_cost_usd = params.max_cost_usd
+        self.limits: Limits = limits_for(self.graph, params.max_steps, params.max_cost_usd)
+        self.as_child = params.as_child
+        self.children = dict(params.children)
+        self.child_runs = {}
+        self.recording, self.replay_pace = params.recording, params.replay_pace
+        self.replaying = params.replaying
         self.max_steps = params.max_steps
         self.model = params.model
         self.heartbeat = timedelta(seconds=params.heartbeat_seconds)
@@ -202,6 +152,8 @@ class ThreadWorkflow:
         try:
             if params.first is not None:
                 self._judge(outcome_from_dict(params.first))
+            # A replay started before its recording came: the first advance sends it.
+            await workflow.wait_condition(lambda: self.recording is not None or not self.replaying)
             await drive(self)
         except asyncio.CancelledError:  # cancelled from Temporal: the thread is cancelled
             if not self.state.status.ended:
@@ -209,7 +161,10 @@ class ThreadWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish()
         # Its JSON form has no path: a session reads the path from the events it follows.
-        return ThreadResult.of(self.thread_id, self.state, []).to_dict()
+        result = ThreadResult.of(self.thread_id, self.state, []).to_dict()
+        if self.as_child:  # what the parent keeps of its child (children.py)
+            result.update(log=self.log, children=self.children)
+        return result
 
     # ------------------------------------------------------------------ the executor
 
@@ -217,8 +172,9 @@ class ThreadWorkflow:
         self._append(event)
 
     async def idle(self, status: ThreadStatus) -> bool:
-        """Completed, failed or cancelled: stop (the workflow returns); else wait for a request."""
-        if status.ended:
+        """Completed, failed or cancelled: stop (the workflow returns); else wait for a request.
+        A child workflow returns whenever it stops: its parent decides what comes next."""
+        if status.ended or self.as_child:
             return False
         self._publish()
         await workflow.wait_condition(
@@ -247,22 +203,16 @@ class ThreadWorkflow:
                 outcomes.append(outcome)
         return outcomes
 
-    async def child_state(self, child: str) -> ThreadState | None:
-        return None
-
-    async def start_child(self, command: RunChild, graph: Graph) -> str | None:
-        return NOT_ON_TEMPORAL
-
-    async def run_child(
-        self, command: RunChild, graph: Graph, first: Outcome | None
-    ) -> tuple[ThreadState, float]:
-        raise AssertionError("start_child refused it")  # pragma: no cover
-
     async def act(self, command: RunStep) -> Outcome | None:
         role = self.graph.roles[command.role]
         plan = plan_step(self.graph, self.state, command, self.memory, self.model)
         request = StepInput(
-            command.role, role.model_dump(mode="json"), plan_to_dict(plan), self.state.workspace
+            command.role,
+            role.model_dump(mode="json"),
+            plan_to_dict(plan),
+            self.state.workspace,
+            self.recording,
+            self.replay_pace,
         )
         self._publish()
         self.stopped = False
@@ -350,6 +300,13 @@ class ThreadWorkflow:
             max_steps=self.max_steps,
             model=self.model,
             heartbeat_seconds=self.heartbeat.total_seconds(),
+            subgraphs=self.subgraphs,
+            children=self.children,
+            max_cost_usd=self.max_cost_usd,
+            as_child=self.as_child,
+            recording=self.recording,
+            replay_pace=self.replay_pace,
+            replaying=self.replaying,
         )
 
     def _publish(self) -> None:
@@ -390,25 +347,42 @@ class ThreadWorkflow:
 
     @workflow.update
     def answer(self, text: str) -> str:
-        self._judge(Answered(text))
+        leaf = self.waiting_leaf()
+        if leaf is None:
+            self._judge(Answered(text))
+            return str(self.state.status)
+        # S5: the child's answer, kept in its log; the resume runs the child again from it (S3).
+        log, graph, state = leaf[0]["log"], leaf[1], leaf[2]
+        for event in engine.judge(graph, state, Answered(text)):
+            engine.apply(state, event)
+            log.append(stored_to_dict(len(log) + 1, workflow.now().timestamp(), event))
+        self._judge(ResumeRequested())
         return str(self.state.status)
 
     @answer.validator
     def _answer_ok(self, text: str) -> None:
-        self._check(Answered(text))
+        leaf = self.waiting_leaf()  # S5: judged against the role of the child that waits
+        try:
+            if leaf is None:
+                engine.judge(self.graph, self.state, Answered(text))
+            else:
+                engine.judge(leaf[1], leaf[2], Answered(text))
+        except Refused as exc:
+            raise refusal(exc) from None
 
     @workflow.update
     def resume(self, request: ResumeInput) -> str:
         if request.snapshot is not None:
             self.snapshot = request.snapshot
-            self.graph = graph_from_snapshot(request.snapshot)
+            self.subgraphs = request.subgraphs or {}
+            self.graph = graph_from_snapshot(request.snapshot, self.subgraphs)
             self.graph_path = request.graph_path or self.graph_path
             # Which roles keep a session, and their budgets, may have changed with it.
             self.memory = SessionMemory(self.graph)
             for stored in self.log:
                 self.memory.observe(event_from_dict(stored["event"]))
         self.max_steps, self.model = request.max_steps, request.model
-        self.limits = limits_for(self.graph, request.max_steps)
+        self.limits = limits_for(self.graph, request.max_steps, self.max_cost_usd)
         self._judge(ResumeRequested(request.message))
         return str(self.state.status)
 
@@ -421,18 +395,34 @@ class ThreadWorkflow:
                 type="ThreadBusy",
                 non_retryable=True,
             )
-        graph = graph_from_snapshot(request.snapshot) if request.snapshot else None
+        graph = (
+            graph_from_snapshot(request.snapshot, request.subgraphs) if request.snapshot else None
+        )
         self._check(ResumeRequested(request.message), graph)
 
     @workflow.update
-    def cancel(self, reason: str) -> str:
+    async def cancel(self, reason: str) -> str:
+        children = self.children_to_cancel()  # S6: asked before the cancel ends the steps
         self._judge(CancelRequested(reason))
         self._stop_step()
+        await self.cancel_children(children, reason)
         return str(self.state.status)
+
+    @workflow.signal(name=PARENT_CANCELLED)
+    def parent_cancelled(self, reason: str) -> None:
+        """A child's parent was cancelled (S6): cancelled too, unless it ended already."""
+        if not self.state.status.ended:
+            self._judge(CancelRequested(reason))
+            self._stop_step()
 
     @cancel.validator
     def _cancel_ok(self, reason: str) -> None:
         self._check(CancelRequested(reason))
+
+    @workflow.update
+    def replay(self, request: ReplayInput) -> None:
+        """A replay's recording (`run --replay --temporal`): its steps play it on the workers."""
+        self.recording, self.replay_pace = request.recording, request.pace
 
     @workflow.update
     def interrupt(self) -> str:
@@ -456,7 +446,11 @@ class ThreadWorkflow:
 
     @workflow.query
     def graph_snapshot(self) -> dict[str, Any]:
-        return {"snapshot": self.snapshot, "graph_path": self.graph_path}
+        return {
+            "snapshot": self.snapshot,
+            "graph_path": self.graph_path,
+            "subgraphs": self.subgraphs,
+        }
 
 
 def _lost(cause: BaseException | None) -> bool:
