@@ -289,7 +289,9 @@ class ThreadWorkflow(ChildThreads):
                 activity.cancel()
 
     def _quiet(self) -> bool:
-        return not self.activities and not self.running and workflow.all_handlers_finished()
+        """Nothing in flight (a step, a branch, a child workflow): it may continue as new."""
+        busy = self.activities or self.running or self.child_runs
+        return not busy and workflow.all_handlers_finished()
 
     def _carry(self) -> ThreadInput:
         return ThreadInput(
