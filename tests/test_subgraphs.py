@@ -281,13 +281,13 @@ def test_the_thread_page_links_a_subgraph_step_to_its_child(graphs: Path) -> Non
     assert f'<a href="/threads/{trace.thread_id}.1">' in html
 
 
-def test_temporal_refuses_a_graph_with_a_subgraph_role_before_anything_starts(graphs: Path) -> None:
-    from orchestrator.run.session import SessionError
+def test_temporal_takes_a_graph_with_a_subgraph_role(graphs: Path) -> None:
+    """Subgraph roles run on Temporal as child workflows (tests/test_temporal_subgraphs.py);
+    the preflight, which refused them before, takes the graph."""
     from orchestrator.temporal.session import TemporalSession
 
-    session = TemporalSession("127.0.0.1:1")  # never reached: the refusal comes first
-    with pytest.raises(SessionError, match="subgraph roles do not run on Temporal yet"):
-        session.preflight(load_graph(graphs), workspace=graphs.parent, replay=False)
+    session = TemporalSession("127.0.0.1:1")  # never reached: the preflight is local
+    assert session.preflight(load_graph(graphs), workspace=graphs.parent, replay=False)
 
 
 def test_python_actors_in_parent_and_child_need_no_api_key(

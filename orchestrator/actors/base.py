@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.events import SuspendKind
+from ..core.records import Attempt as Attempt
+from ..core.records import HistoryItem as HistoryItem
+from ..core.records import Visit as Visit
 from ..definition.models import Role
 from ..errors import ProviderError
 from .progress import OnProgress
@@ -49,33 +52,6 @@ class Usage:
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         data = data or {}
         return cls(**{k: int(data.get(k) or 0) for k in cls.__dataclass_fields__})
-
-
-@dataclass(frozen=True)
-class HistoryItem:
-    """One committed step shown to a role: what happened since it last spoke."""
-
-    step: int
-    role: str
-    status: str
-    frontmatter: dict[str, Any]
-    body: str = ""
-
-
-@dataclass(frozen=True)
-class Visit:
-    """An earlier visit of the same role: the message it was sent and the reply it gave."""
-
-    message: str
-    reply: str
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """A rejected reply of the current step and the errors it got."""
-
-    reply: str
-    errors: tuple[str, ...]
 
 
 @dataclass(frozen=True)

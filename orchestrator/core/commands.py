@@ -22,11 +22,26 @@ class RunStep:
 
 
 @dataclass(frozen=True)
+class RunChild:
+    """Run the child thread of a subgraph role's step (docs/format.md section 14, rule S1): start
+    it, or continue it, until it stops; its end goes to judge() as the step's outcome (S4)."""
+
+    step: int
+    role: str
+    child: str  # the child thread's id: PARENT.STEP, so a step run again finds the same child
+    inputs: dict[str, Any]  # the edge's `inputs`, else the prompt as `task`
+    location: str | None
+    max_steps: int  # what the parent's limits leave: the child's steps count against them
+    max_cost_usd: float | None
+    message: str | None = None  # the parent's resume message, passed on to a child resumed
+
+
+@dataclass(frozen=True)
 class RunBranches:
     """Keep these branch steps running (start those not running yet); each outcome goes to
     judge() as it comes. Level-triggered: decide() lists every branch that should be running."""
 
-    steps: tuple[RunStep, ...]
+    steps: tuple[RunStep | RunChild, ...]
 
 
 @dataclass(frozen=True)
@@ -43,7 +58,7 @@ class Idle:
     status: ThreadStatus
 
 
-Command = RunStep | RunBranches | Record | Idle
+Command = RunStep | RunChild | RunBranches | Record | Idle
 
 
 @dataclass(frozen=True)

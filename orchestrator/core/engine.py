@@ -14,12 +14,13 @@ reads no clock and draws no random numbers; three pure functions hold every rule
                                          what an outcome means, as the events to append;
                                          raises Refused when the outcome cannot be taken
 
-The runner carries RunStep commands to actors (a subgraph role's step: to its child thread, whose
-end comes back as ChildEnded, or as the child's suspension or wait) and their outcomes back;
-RunBranches lists the branch steps that should be running now. The session layer turns
-requests (answer, resume, cancel) into outcomes, and the runner reports an interruption as one.
-Neither decides anything. (What the runner turns into ActorFailed itself is I/O it alone sees:
-a location that escapes through a symbolic link or cannot be made, an actor's unexpected error.)
+The driver (driver.py) is the one loop that asks decide, has an executor carry the command out
+(the local runner, or the Temporal workflow) and feeds the outcome to judge: RunStep goes to an
+actor, RunChild to a subgraph role's child thread (S1-S6 below), RunBranches lists the branch
+steps that should be running now. The session layer turns requests (answer, resume, cancel) into
+outcomes, and the runner reports an interruption as one. None of them decides anything. (What an
+executor turns into ActorFailed itself is I/O it alone sees: a location that escapes through a
+symbolic link or cannot be made, inputs a child's graph refuses, an actor's unexpected error.)
 
 apply: the states
     A1 ThreadStarted            -> running
@@ -90,6 +91,19 @@ decide: on a thread that is not running                                      D1 
                                                                                  or Completed)
     A committed step is never run again; a step in flight when a process died runs again.
 
+subgraphs (subgraph.py, docs/format.md section 14; the driver asks these, judge takes the end):
+    S1 decide: a step in flight (or a branch) of a subgraph role -> RunChild(child PARENT.STEP,
+       the edge's inputs else {task: prompt}, the steps and cost the parent's limits leave)
+    S2 no child yet: ThreadStarted, linked to the parent's step, in the step's folder; a child
+       graph not loaded or inputs it refuses -> ActorFailed(graph)
+    S3 a child that exists, its step run again: suspended, running (its process died) or waiting
+       at a subgraph step of its own -> ResumeRequested(the parent's message); else nothing
+    S4 where it stopped is the step's outcome: an ending -> ChildEnded (J19), waiting for a
+       person -> NeedsPerson (J7: the parent waits), suspended or cancelled -> ActorFailed(kind)
+    S5 an answer to a thread waiting at a subgraph step is its child's, followed down to the
+       child that waits and judged there; judged here -> Refused. A resume continues it (S3)
+    S6 a cancel goes on to the children of the steps in flight that have not ended
+
 judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed, NeedsPerson)
        for a step not in flight (the thread was cancelled meanwhile)         J1 nothing
     Replied (an actor's reply text), extracted against the role's contract:
@@ -105,7 +119,7 @@ judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed,
                                                                                  the ending)
     of a branch, a suspension of J3, J4, J6 or J6b fails the branch alone    J18 BranchFailed
     Answered (a person's answer from outside): refused unless the thread is waiting for a role
-          the graph still has, refused with the errors when invalid
+          the graph still has (at a subgraph step: S5), refused with the errors when invalid
           (nothing recorded)                                                 J8 Refused
           else as Replied                                                    J9 StepCommitted / Suspended: role
     Interrupted (Ctrl-C, a cancelled task) on a running thread: a human step
@@ -138,7 +152,7 @@ from .checks import (
     extract_reply,
     suspend,
 )
-from .commands import Command, Idle, Limits, Record, RunStep, limits_for
+from .commands import Command, Idle, Limits, Record, limits_for
 from .context import guard_names, template_context
 from .edges import missing_edge, render_edge, render_one
 from .events import (
@@ -172,6 +186,7 @@ from .outcomes import (
 )
 from .resume import judge_resume
 from .state import InFlight, ThreadState
+from .subgraph import step_command, waiting_child
 
 # --------------------------------------------------------------------------- decide
 
@@ -180,15 +195,14 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
     """The next command for a thread. Pure: same graph and state, same command. D1-D14."""
     if state.status != ThreadStatus.RUNNING:
         return Idle(state.status)
+    limits = limits or limits_for(graph)
     if state.in_flight is not None:
         f = state.in_flight
         if f.role not in graph.roles:  # the graph changed under a resumed thread
             return suspend(
                 f"step {f.step}: the graph no longer has role '{f.role}'", SuspendKind.GRAPH, f.step
             )
-        attempts = tuple((reply, tuple(errors)) for reply, errors in f.attempts)
-        return RunStep(f.step, f.role, f.prompt, f.location, attempts, f.inputs)
-    limits = limits or limits_for(graph)
+        return step_command(graph, state, f, limits)  # D3, S1
     if state.fanout is not None:
         command = fanout.next_branch_command(graph, state, limits)
         return command if command is not None else _take_join(graph, state, limits)
@@ -313,7 +327,7 @@ def _next_edge_key(state: ThreadState) -> tuple[str, str]:
 
 
 def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Event]:
-    """The events that record `outcome`. Pure. Rules J1-J17 of the theory of operation.
+    """The events that record `outcome`. Pure. Rules J1-J19 (and S5) of the theory of operation.
 
     `graph` may be None for a cancel, whose rules look at the state only (so a thread whose
     graph file is gone or broken can still be cancelled).
@@ -471,6 +485,8 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
     f = state.waiting_for
     if f is None:
         raise Refused(f"thread {state.thread_id} is {state.status}, not waiting for an answer")
+    if (inside := waiting_child(graph, state)) is not None:  # S5: the child's answer
+        raise Refused(f"step {f.step} ({f.role}) waits inside child thread {inside[0]}: answer it")
     role = graph.roles.get(f.role)
     if role is None:
         raise Refused(f"the graph no longer has role '{f.role}', which step {f.step} waits for")

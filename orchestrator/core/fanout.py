@@ -12,11 +12,12 @@ from typing import Any
 
 from ..definition.models import Edge, Graph, Target
 from .checks import suspend
-from .commands import Command, Idle, Limits, Record, RunBranches, RunStep
+from .commands import Command, Idle, Limits, Record, RunBranches
 from .context import output_with_nulls
 from .edges import render_edge
 from .events import BranchesStarted, StepStarted, SuspendKind
 from .state import InFlight, ThreadState
+from .subgraph import step_command
 
 Rendered = dict[str, Any]  # a branch as BranchesStarted keeps it: role, prompt, location, inputs
 
@@ -79,9 +80,8 @@ def started(
     return Record(BranchesStarted(source, status, state.committed + 1, branches, option))
 
 
-def _run(f: InFlight) -> RunStep:
-    attempts = tuple((reply, tuple(errors)) for reply, errors in f.attempts)
-    return RunStep(f.step, f.role, f.prompt, f.location, attempts, f.inputs)
+def _runs(graph: Graph, state: ThreadState, limits: Limits, running: list[InFlight]) -> RunBranches:
+    return RunBranches(tuple(step_command(graph, state, f, limits) for f in running))
 
 
 def next_branch_command(graph: Graph, state: ThreadState, limits: Limits) -> Command | None:
@@ -96,7 +96,7 @@ def next_branch_command(graph: Graph, state: ThreadState, limits: Limits) -> Com
             )
     if fo.failed:  # D12: the others finish first, then the thread suspends
         if running:
-            return RunBranches(tuple(_run(f) for f in running))
+            return _runs(graph, state, limits, running)
         index = min(fo.failed)
         reason, kind = fo.failed[index]
         others = (
@@ -130,7 +130,7 @@ def next_branch_command(graph: Graph, state: ThreadState, limits: Limits) -> Com
             )
         )
     if running:
-        return RunBranches(tuple(_run(f) for f in running))
+        return _runs(graph, state, limits, running)
     return Idle(state.status)  # D13: only branches waiting for a person (A12 made it wait)
 
 

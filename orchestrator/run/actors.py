@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..actors.command import CommandProcessActor
 from ..actors.human import HumanActor
 from ..actors.python import PythonActor
-from ..definition.models import CommandActor, Graph, Role
+from ..definition.models import CommandActor, Role
 from .options import ActorFor, RunOptions
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    model: str | None  # None: the models file's default (or ORCHESTRATOR_MODEL)
-    max_tokens: int | None
-    temperature: float | None
-
-
-def model_settings(graph: Graph, role: Role, override: str | None = None) -> ModelSettings:
-    """--model, then the role's setting, then the graph's `defaults` (docs/models.md)."""
-    return ModelSettings(
-        model=override or role.model or graph.defaults.model,
-        max_tokens=role.max_tokens or graph.defaults.max_tokens,
-        temperature=role.temperature
-        if role.temperature is not None
-        else graph.defaults.temperature,
-    )
+from .plan import ModelSettings as ModelSettings
+from .plan import model_settings as model_settings
 
 
 def default_actor_for(options: RunOptions) -> ActorFor:

@@ -28,8 +28,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from ..actors.base import Visit
 from ..core.events import Event, StepCommitted
+from ..core.records import Visit
 from ..definition.models import Graph, Role
 
 # A safe share of a 200,000-token context window: the rest holds the system prompt, the tools,

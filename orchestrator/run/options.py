@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..actors.progress import OnProgress
 from ..core.events import SuspendKind, ThreadStatus
 from ..core.state import ThreadState
 from ..definition.models import Role
 from ..store.base import StoredEvent
+
+if TYPE_CHECKING:  # a type only: the Temporal workflow imports this module, and no actor
+    from ..actors.progress import OnProgress
 
 ActorFor = Callable[[str, Role], Any]  # (role name, role) -> Actor
 OnEvent = Callable[[StoredEvent, ThreadState], None]

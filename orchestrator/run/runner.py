@@ -1,15 +1,19 @@
-"""The runner: the loop around the moderator, where I/O happens.
+"""The runner: the local executor of the driver (core/driver.py), where I/O happens.
 
-It decides nothing. It asks `decide` for the next command and carries it out:
+It decides nothing: the driver asks `decide` and `judge`; this module carries the commands out
+in this process:
 
-    Record(event)  append the event
-    RunStep        plan the actor's request from the state (`step.plan_step`, pure), perform it
+    commit         append the event to the thread's store (committed before the state moves on;
+                   a model's StepStarted may overlap its call: `may_defer`)
+    act            plan the actor's request from the state (`plan.plan_step`, pure), perform it
                    (`step.perform_step`: the call and its outcome: a reply, a failure, "a person
-                   must answer") and hand the outcome to `judge`, appending the events it returns;
-                   a subgraph role's step runs its child thread instead (`children.run_child`)
-    RunBranches    start the listed branch steps not running yet, wait for the first to end,
-                   judge its outcome (several at once: in step order)
-    Idle           stop: the thread completed, suspended, waits, failed or was cancelled
+                   must answer")
+    single         the step in flight as a task, stopped when another process cancels the thread
+    branches       the branches' tasks: start those not running yet, wait for the first to end
+    start_child    a subgraph step's child (docs/format.md section 14): a thread of its own in
+    run_child      the same store, advanced by `advance` as any thread, under what the parent's
+                   limits leave (the RunChild command)
+    idle           stop: the thread completed, suspended, waits, failed or was cancelled
 
 Every event is appended (and so committed) before the state moves on, and the state is always
 the fold of the stored events, so a crash at any moment loses at most the step in flight, which
@@ -22,42 +26,58 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from ..core import engine
-from ..core.commands import Idle, Record, RunBranches, RunStep, limits_for
-from ..core.events import Event, StepStarted
+from ..core.commands import Limits, RunChild, RunStep, limits_for
+from ..core.driver import Work, drive
+from ..core.driver import judge as judge_outcome
+from ..core.events import Event, StepStarted, ThreadStatus
 from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState, ThreadSummary
+from ..core.subgraph import child_started
 from ..definition.models import END, Graph
-from ..store.base import EventStore, Owner, StoredEvent, StoreError, ThreadBusy
+from ..store.base import EventStore, Owner, StoredEvent, StoreError, ThreadBusy, ThreadNotFound
 from ..tools.boundary import Boundary
 from ..tools.boundary import current as current_boundary
 from ..tools.mcp_client import thread_servers
 from .actors import default_actor_for
-from .children import run_child
 from .memory import SessionMemory
 from .options import ActorFor, RunOptions, ThreadResult
-from .step import perform_step, plan_step
+from .plan import plan_step
+from .preflight import InputError, check_inputs
+from .step import perform_step, step_workspace
 
 
 class LiveThread:
-    """One thread advanced by this process: its store, folded state and sequence number."""
+    """One thread advanced by this process: its store, folded state and sequence number; the
+    driver's executor (core/driver.py) for it."""
 
-    def __init__(self, graph: Graph, store: EventStore, thread_id: str, options: RunOptions):
+    def __init__(
+        self,
+        graph: Graph,
+        store: EventStore,
+        thread_id: str,
+        options: RunOptions,
+        actor_for: ActorFor | None = None,
+    ):
         self.graph = graph
         self.store = store
         self.thread_id = thread_id
         self.options = options
+        self.limits: Limits = limits_for(graph, options.max_steps, options.max_cost_usd)
+        self.actor_for = actor_for or default_actor_for(options)
         self.owner = Owner.this_process(secrets.token_hex(8))
         self.state = ThreadState()
         self.seq = 0  # the last event applied to the state
         self.saved = 0  # the last event known to be committed (or reported, if deferred)
-        self.step_task: asyncio.Future[Outcome] | None = None
-        self.branch_tasks: dict[int, asyncio.Future[Outcome]] = {}  # by step number
+        self.step_task: asyncio.Future[Outcome | None] | None = None
+        self.branch_tasks: dict[int, asyncio.Future[Outcome | None]] = {}  # by step number
         self._deferred: concurrent.futures.Future[StoredEvent] | None = None
         # A deferred StepStarted not handed to the store yet: (seq, event, summary); see defer.
         self._held: tuple[int, Event, ThreadSummary] | None = None
@@ -199,10 +219,6 @@ class LiveThread:
                 self.options.on_event(stored, self.state)
         return bool(new)
 
-    async def judge(self, outcome: Outcome) -> None:
-        for event in engine.judge(self.graph, self.state, outcome):
-            await self.append(event)
-
     def result(self) -> ThreadResult:
         """The thread's result now; its path is read from the log, once per state."""
         if self._result is None or self._result[0] != self.seq:
@@ -261,7 +277,7 @@ async def advance(
     fails (the thread is then as its last saved event left it).
     """
     options = options or RunOptions()
-    thread = LiveThread(graph, store, thread_id, options)
+    thread = LocalExecutor(graph, store, thread_id, options, actor_for)
     store.acquire(thread_id, thread.owner)
     thread.catch_up(notify=False)  # what others appended before we held the lease
     watcher = asyncio.create_task(thread.watch())
@@ -269,7 +285,7 @@ async def advance(
         if first is not None:
             await thread.judge(first)
         async with thread_servers():  # the thread's MCP servers stop when it stops here
-            await _loop(thread, actor_for or default_actor_for(options))
+            await drive(thread)
         if finish is not None:
             finish(thread.result())
     except (asyncio.CancelledError, KeyboardInterrupt):
@@ -291,27 +307,6 @@ async def advance(
     return thread.result()
 
 
-async def _loop(thread: LiveThread, actor_for: ActorFor) -> None:
-    limits = limits_for(thread.graph, thread.options.max_steps, thread.options.max_cost_usd)
-    while True:
-        command = engine.decide(thread.graph, thread.state, limits)
-        match command:
-            case Idle():
-                await thread.flush()
-                return
-            case Record():
-                if may_defer(thread.graph, command.event):
-                    thread.defer(command.event)
-                else:
-                    await thread.append(command.event)
-            case RunStep():
-                outcome = await _perform(thread, command, actor_for)
-                if outcome is not None:
-                    await thread.judge(outcome)
-            case RunBranches():
-                await _branches(thread, command, actor_for)
-
-
 def may_defer(graph: Graph, event: Event) -> bool:
     """May this event's commit overlap the step it starts? Only a StepStarted whose role asks a
     model and changes nothing outside its reply (no `edit` or `shell` tool, not a command or a
@@ -328,50 +323,120 @@ def may_defer(graph: Graph, event: Event) -> bool:
     )
 
 
-async def _perform(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Outcome | None:
-    """Call the actor for the step in flight; its outcome, or None if the thread ended meanwhile."""
-    if thread.deferred_failed():
-        await thread.flush()  # raises why: the step's StepStarted could not be saved
-    thread.step_task = asyncio.ensure_future(_outcome(thread, command, actor_for))
-    if thread.holding():
-        # Runs after the task's first run: the step's StepStarted is committed while its actor
-        # waits, or, if the actor answered at once, with its result (LiveThread.defer).
-        asyncio.get_running_loop().call_soon(thread.release)
-    try:
-        return await thread.step_task
-    except asyncio.CancelledError:
-        if thread.deferred_failed():
-            await thread.flush()  # raises why: the step's own StepStarted could not be saved
-        task = asyncio.current_task()
-        if thread.state.status.ended and (task is None or not task.cancelling()):
-            return None  # stopped because another process cancelled the thread
-        raise
-    finally:
-        thread.step_task = None
+class LocalExecutor(LiveThread):
+    """The driver's commands carried out in this process (see the module's docstring)."""
 
+    async def judge(self, outcome: Outcome) -> None:
+        await judge_outcome(self, outcome)
 
-def _outcome(thread: LiveThread, command: RunStep, actor_for: ActorFor) -> Awaitable[Outcome]:
-    """The step's actor call, or a subgraph role's child thread."""
-    role = thread.graph.roles[command.role]  # decide() suspends a step whose role is gone
-    if role.is_subgraph:
-        return run_child(thread, command, actor_for, advance)
-    plan = plan_step(thread.graph, thread.state, command, thread.memory, thread.options.model)
-    actor = actor_for(command.role, role)
-    root = thread.workspace_root()
-    return perform_step(plan, role, root, actor, thread.options.on_progress, thread.boundary())
+    async def commit(self, event: Event) -> None:
+        if may_defer(self.graph, event):
+            self.defer(event)
+        else:
+            await self.append(event)
 
+    async def idle(self, status: ThreadStatus) -> bool:
+        await self.flush()
+        return False  # a thread that waits or suspended is continued by a later request
 
-async def _branches(thread: LiveThread, command: RunBranches, actor_for: ActorFor) -> None:
-    """Keep the listed branches running; judge the outcomes of those that end first."""
-    tasks = thread.branch_tasks
-    for run in command.steps:
-        if run.step not in tasks:
-            tasks[run.step] = asyncio.ensure_future(_outcome(thread, run, actor_for))
-    await asyncio.wait(list(tasks.values()), return_when=asyncio.FIRST_COMPLETED)
-    for step in sorted(s for s, task in tasks.items() if task.done()):
-        task = tasks.pop(step)
-        if task.cancelled():
-            if thread.state.status.ended:
-                continue  # stopped because another process cancelled the thread
-            raise asyncio.CancelledError
-        await thread.judge(task.result())
+    async def turned(self) -> None:
+        return None
+
+    async def act(self, command: RunStep) -> Outcome | None:
+        role = self.graph.roles[command.role]  # decide() suspends a step whose role is gone
+        plan = plan_step(self.graph, self.state, command, self.memory, self.options.model)
+        actor = self.actor_for(command.role, role)
+        root = self.workspace_root()
+        return await perform_step(
+            plan, role, root, actor, self.options.on_progress, self.boundary()
+        )
+
+    async def single(self, step: int, work: Work) -> Outcome | None:
+        """The step in flight as a task; None if the thread ended meanwhile."""
+        if self.deferred_failed():
+            await self.flush()  # raises why: the step's StepStarted could not be saved
+        self.step_task = asyncio.ensure_future(work())
+        if self.holding():
+            # Runs after the task's first run: the step's StepStarted is committed while its
+            # actor waits, or, if the actor answered at once, with its result (`defer`).
+            asyncio.get_running_loop().call_soon(self.release)
+        try:
+            return await self.step_task
+        except asyncio.CancelledError:
+            if self.deferred_failed():
+                await self.flush()  # raises why: the step's own StepStarted could not be saved
+            task = asyncio.current_task()
+            if self.state.status.ended and (task is None or not task.cancelling()):
+                return None  # stopped because another process cancelled the thread
+            raise
+        finally:
+            self.step_task = None
+
+    async def branches(self, work: Mapping[int, Work]) -> list[Outcome]:
+        tasks = self.branch_tasks
+        for step, run in work.items():
+            if step not in tasks:
+                tasks[step] = asyncio.ensure_future(run())
+        await asyncio.wait(list(tasks.values()), return_when=asyncio.FIRST_COMPLETED)
+        outcomes = []
+        for step in sorted(s for s, task in tasks.items() if task.done()):
+            task = tasks.pop(step)
+            if task.cancelled():
+                if self.state.status.ended:
+                    continue  # stopped because another process cancelled the thread
+                raise asyncio.CancelledError
+            outcome = task.result()
+            if outcome is not None:
+                outcomes.append(outcome)
+        return outcomes
+
+    # ------------------------------------------------------------------ children (S2-S4)
+
+    async def child_state(self, child: str) -> ThreadState | None:
+        try:
+            row = self.store.thread(child)
+        except ThreadNotFound:
+            return None
+        if row.id != child:  # a store also matches ids by prefix
+            return None
+        return engine.fold([s.event for s in self.store.events(child)])
+
+    async def start_child(self, command: RunChild, graph: Graph) -> str | None:
+        try:
+            workspace = step_workspace(self.workspace_root(), command.location)
+        except OSError as exc:
+            return f"cannot make the step's folder: {exc}"
+        if workspace is None:
+            return "the step's location is outside the workspace"
+        try:
+            check_inputs(graph, command.inputs)
+        except InputError as exc:
+            return f"the inputs of graph '{graph.name}': {exc}"
+        started = child_started(self.state, command, graph, str(workspace))
+        state = engine.apply(ThreadState(), started)
+        self.store.create(
+            started,
+            state.summary(),
+            graph_path=str(graph.path or ""),
+            snapshot=graph.model_dump(mode="json"),
+        )
+        return None
+
+    async def run_child(
+        self, command: RunChild, graph: Graph, first: Outcome | None
+    ) -> tuple[ThreadState, float]:
+        on_child = self.options.on_child_event
+        shown = functools.partial(on_child, command.child) if on_child is not None else None
+        options = replace(
+            self.options,
+            max_steps=command.max_steps,
+            max_cost_usd=command.max_cost_usd,
+            on_event=shown,
+        )
+        started = time.monotonic()
+        await advance(
+            graph, self.store, command.child, actor_for=self.actor_for, options=options, first=first
+        )
+        state = await self.child_state(command.child)
+        assert state is not None  # made by start_child, never deleted
+        return state, time.monotonic() - started

@@ -38,6 +38,7 @@ from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
+from ..core.subgraph import children_in_flight, waiting_child
 from ..definition.graphdiff import graph_changes
 from ..definition.loader import load_graph
 from ..definition.models import Graph
@@ -70,7 +71,6 @@ from ..vcs.worktrees import (
     needs_isolation,
     uncommitted_changes,
 )
-from .children import child_id
 from .errors import SessionError as SessionError
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import check_credentials, check_inputs, check_prices, found_models, preflight
@@ -229,7 +229,16 @@ class Session(AwaitableTwins):
         replay: Recording | None = None,
         first: Outcome | None = None,
     ) -> ThreadResult:
-        """Advance the thread as far as it goes; commit its work on its branch if it completes."""
+        """Advance the thread as far as it goes; commit its work on its branch if it completes.
+
+        An answer to a thread that waits at a subgraph step is the child's that waits (rule S5,
+        followed down): judged against that child's role and recorded there, then this thread
+        is resumed, which continues the child (S3)."""
+        if isinstance(first, Answered):
+            leaf_graph, leaf = self.waiting_leaf(graph, thread_id)
+            if leaf != self.thread(thread_id).id:
+                self._record(leaf_graph, leaf, first)  # raises Refused, as the child's judge
+                first = ResumeRequested()
         if first is not None:  # a resume or an answer the thread would refuse says so first
             engine.judge(graph, self.state(thread_id), first)  # pure: raises Refused
         if replay is None and actor_for is None:  # the roles' own actors: models are called
@@ -314,28 +323,22 @@ class Session(AwaitableTwins):
         options: RunOptions | None = None,
         actor_for: ActorFor | None = None,
     ) -> ThreadResult:
-        """Answer the person's step the thread waits for. When a subgraph's child (or its
-        child) is what waits, the answer is recorded there and the thread resumed, which
-        continues the child."""
-        leaf_graph, leaf = self.waiting_leaf(graph, thread_id)
-        if leaf == thread_id:
-            return await self.advance(
-                graph, thread_id, options=options, actor_for=actor_for, first=Answered(text)
-            )
-        self._record(leaf_graph, leaf, Answered(text))
-        return await self.resume(graph, thread_id, options=options, actor_for=actor_for)
+        """Answer the person's step the thread waits for; when a subgraph's child is what
+        waits, `advance` takes the answer there (rule S5) and continues the parent."""
+        return await self.advance(
+            graph, thread_id, options=options, actor_for=actor_for, first=Answered(text)
+        )
 
     def waiting_leaf(self, graph: Graph, thread_id: str) -> tuple[Graph, str]:
         """The thread (and its graph) whose person's step a waiting thread waits for: itself,
         or the waiting child of its waiting subgraph step, followed down."""
         row = self.thread(thread_id)
-        flight = self.state(row.id).waiting_for
-        role = graph.roles.get(flight.role) if flight is not None else None
-        child = graph.subgraph(flight.role) if flight is not None and role is not None else None
-        if flight is None or child is None:
+        inside = waiting_child(graph, self.state(row.id))  # S5
+        if inside is None:
             return graph, row.id
+        child_thread, child = inside
         try:
-            child_row = self.store.thread(child_id(row.id, flight.step))
+            child_row = self.store.thread(child_thread)
         except ThreadNotFound:
             return graph, row.id
         if child_row.state != ThreadStatus.WAITING:
@@ -360,14 +363,12 @@ class Session(AwaitableTwins):
         row = self.thread(thread_id)
         state = self.state(row.id)
         self._record(None, row.id, CancelRequested(reason))
-        steps = [state.in_flight.step] if state.in_flight is not None else []
-        steps += list(state.fanout.flights) if state.fanout is not None else []
-        for step in steps:  # the children of subgraph steps in flight are cancelled with it
+        for child_thread in children_in_flight(state):  # S6: cancelled with it
             try:
-                child = self.store.thread(child_id(row.id, step))
+                child = self.store.thread(child_thread)
             except ThreadNotFound:
                 continue
-            if child.id == child_id(row.id, step) and not child.state.ended:
+            if child.id == child_thread and not child.state.ended:
                 self.cancel(child.id, reason)
         return self.store.thread(row.id)
 

@@ -1,11 +1,8 @@
 """One step of a thread, split where the moderator ends and the world begins.
 
     plan_step(graph, state, command, memory, model) -> StepPlan
-        What the actor is asked: the prompt, the inputs, the history since the role last spoke,
-        its own earlier visits (`memory: session`, kept within its budget: memory.py), the
-        rejected attempts being repaired and the model settings. Pure: a function of the graph,
-        the state and the session memory folded beside it, so a Temporal workflow can compute
-        it as well as the local runner.
+        What the actor is asked (plan.py): pure, so a Temporal workflow computes it as well as
+        the local runner, without importing this module.
     perform_step(plan, role, root, actor) -> Outcome
         The rest, all I/O: the step's folder (made when the edge names a location), the actor's
         call, and its reply or its failure as an outcome for `judge`. The local runner calls it
@@ -17,113 +14,22 @@ A plan holds JSON values and small frozen records only, so it travels to a worke
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..actors.base import ActorError, ActRequest, Attempt, HistoryItem, HumanNeeded, Visit
+from ..actors.base import ActorError, ActRequest, HumanNeeded
 from ..actors.progress import OnProgress
-from ..core import context
-from ..core.commands import RunStep
 from ..core.events import SuspendKind
 from ..core.outcomes import ActorFailed, NeedsPerson, Outcome, PreconditionFailed, Replied
-from ..core.state import ThreadState
-from ..definition.models import Graph, Role
+from ..definition.models import Role
 from ..tools.boundary import Boundary
 from ..tools.boundary import current as current_boundary
 from ..tools.scrub import Secrets
-from .actors import model_settings
-from .memory import SessionMemory, dropped_note
+from .plan import StepPlan as StepPlan
+from .plan import plan_step as plan_step
 from .preconditions import afailing
 from .warmup import sdk_imported
-
-
-@dataclass(frozen=True)
-class StepPlan:
-    """Everything an actor's request holds except the role object and the step's folder."""
-
-    thread_id: str
-    step: int
-    role_name: str
-    prompt: str
-    location: str | None = None
-    inputs: dict[str, Any] = field(default_factory=dict)
-    history: tuple[HistoryItem, ...] = ()
-    previous_visits: tuple[Visit, ...] = ()
-    attempts: tuple[Attempt, ...] = ()
-    model: str | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    graph_name: str = ""
-
-    def request(
-        self,
-        role: Role,
-        workspace: Path,
-        progress: OnProgress | None = None,
-        boundary: Boundary | None = None,
-    ) -> ActRequest:
-        return ActRequest(
-            thread_id=self.thread_id,
-            step=self.step,
-            role_name=self.role_name,
-            role=role,
-            prompt=self.prompt,
-            inputs=dict(self.inputs),
-            history=self.history,
-            previous_visits=self.previous_visits,
-            attempts=self.attempts,
-            workspace=workspace,
-            model=self.model,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            graph_name=self.graph_name,
-            progress=progress,
-            boundary=boundary,
-        )
-
-
-def plan_step(
-    graph: Graph,
-    state: ThreadState,
-    command: RunStep,
-    memory: SessionMemory,
-    model: str | None = None,
-) -> StepPlan:
-    """What the actor of the step in flight is asked. Pure. `memory` holds the `memory: session`
-    roles' visits, fed the same events as `state`; `model` is --model, if given."""
-    role = graph.roles[command.role]  # decide() suspends a step whose role is gone
-    settings = model_settings(graph, role, model)
-    prompt = command.prompt
-    visits: tuple[Visit, ...] = ()
-    if role.memory == "session":
-        visits, dropped = memory.window(command.role)
-        if dropped and visits:
-            first = visits[0]
-            visits = (
-                Visit(f"{dropped_note(dropped)}\n\n{first.message}", first.reply),
-                *visits[1:],
-            )
-        elif dropped:
-            prompt = f"{dropped_note(dropped)}\n\n{prompt}"
-    return StepPlan(
-        thread_id=state.thread_id,
-        step=command.step,
-        role_name=command.role,
-        prompt=prompt,
-        location=command.location,
-        inputs=dict(state.inputs),
-        history=tuple(
-            HistoryItem(s.step, s.role, s.status, s.frontmatter, s.body)
-            for s in context.history_for(state, command.role)
-        ),
-        previous_visits=visits,
-        attempts=tuple(Attempt(reply, errors) for reply, errors in command.attempts),
-        model=settings.model,
-        max_tokens=settings.max_tokens,
-        temperature=settings.temperature,
-        graph_name=graph.name,
-    )
 
 
 async def perform_step(
@@ -179,7 +85,7 @@ async def _perform(
     started = time.monotonic()
     try:
         fixed = boundary or current_boundary(root)
-        reply = await actor.play(plan.request(role, workspace, progress, fixed))
+        reply = await actor.play(act_request(plan, role, workspace, progress, fixed))
     except HumanNeeded:
         return NeedsPerson(plan.step)
     except ActorError as exc:
@@ -208,6 +114,35 @@ async def _perform(
         tool_calls=reply.tool_calls,
         duration_s=round(time.monotonic() - started, 3),
         actor=getattr(actor, "kind", type(actor).__name__),
+    )
+
+
+def act_request(
+    plan: StepPlan,
+    role: Role,
+    workspace: Path,
+    progress: OnProgress | None = None,
+    boundary: Boundary | None = None,
+) -> ActRequest:
+    """The actor's request: the plan, with the role object, the step's folder and the
+    thread's boundary, which only the process that performs the step has."""
+    return ActRequest(
+        thread_id=plan.thread_id,
+        step=plan.step,
+        role_name=plan.role_name,
+        role=role,
+        prompt=plan.prompt,
+        inputs=dict(plan.inputs),
+        history=plan.history,
+        previous_visits=plan.previous_visits,
+        attempts=plan.attempts,
+        workspace=workspace,
+        model=plan.model,
+        max_tokens=plan.max_tokens,
+        temperature=plan.temperature,
+        graph_name=plan.graph_name,
+        progress=progress,
+        boundary=boundary,
     )
 
 

@@ -23,6 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.exceptions import ApplicationErrorCategory as Category
 
+from ..actors.recording import ReplayActor, parse_recording
 from ..run.actors import default_actor_for
 from ..run.options import RunOptions
 from ..run.step import perform_step
@@ -45,7 +46,10 @@ class StepActivities:
     async def run_step(self, params: StepInput) -> dict[str, Any]:
         role = role_from_dump(params.role_name, params.role)
         plan = plan_from_dict(params.plan)
-        actor = self.actor_for(params.role_name, role)
+        if params.replay is not None:  # a replay: the recorded replies, no tool, no file
+            actor: Any = ReplayActor(parse_recording(params.replay), pace=params.pace)
+        else:
+            actor = self.actor_for(params.role_name, role)
         root = Path(params.workspace).resolve()
         task = asyncio.ensure_future(perform_step(plan, role, root, actor))
         try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..actors.base import Attempt, HistoryItem, Visit
 from ..core.events import Event, SuspendKind, event_from_dict
 from ..core.outcomes import (
     ActorFailed,
@@ -21,8 +20,9 @@ from ..core.outcomes import (
     Replied,
     ResumeRequested,
 )
+from ..core.records import Attempt, HistoryItem, Visit
 from ..definition.models import Graph, Role
-from ..run.step import StepPlan
+from ..run.plan import StepPlan
 from ..store.base import StoredEvent
 
 OUTCOMES: dict[str, type] = {
@@ -77,12 +77,31 @@ def plan_from_dict(data: dict[str, Any]) -> StepPlan:
     return StepPlan(**values)
 
 
-def graph_from_snapshot(snapshot: dict[str, Any]) -> Graph:
-    """The graph a thread carries (`Graph.model_dump(mode="json")`), rebuilt: same hash."""
+def graph_from_snapshot(snapshot: dict[str, Any], subgraphs: dict[str, Any] | None = None) -> Graph:
+    """The graph a thread carries (`Graph.model_dump(mode="json")`, and its subgraph roles'
+    graphs: `subgraph_snapshots`), rebuilt: same hash."""
     graph = Graph.model_validate(snapshot)
     for name, role in graph.roles.items():
         role._name = name  # what the loader sets: the role's key in the graph
+    graph._subgraphs = {
+        role: graph_from_snapshot(child["snapshot"], child.get("subgraphs"))
+        for role, child in (subgraphs or {}).items()
+    }
     return graph
+
+
+def subgraph_snapshots(graph: Graph) -> dict[str, Any]:
+    """The graphs of the subgraph roles, by role, each with its own: what a workflow carries so
+    that it can start child workflows without graph files (docs/format.md section 14)."""
+    found: dict[str, Any] = {}
+    for name in graph.roles:
+        child = graph.subgraph(name)
+        if child is not None:
+            found[name] = {
+                "snapshot": child.model_dump(mode="json"),
+                "subgraphs": subgraph_snapshots(child),
+            }
+    return found
 
 
 def role_from_dump(name: str, data: dict[str, Any]) -> Role:

@@ -17,11 +17,12 @@ from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, Workfl
 from ..core import engine
 from ..core.events import ThreadStatus
 from ..core.state import ThreadState
+from ..definition.models import Graph
 from ..run.options import RunOptions
 from ..run.session import Notify, SessionError
 from ..store.base import StoredEvent, ThreadRow
 from .client import READ_TIMEOUT, answered, no_worker
-from .codec import stored_from_dict
+from .codec import graph_from_snapshot, stored_from_dict
 from .workflow import MEMO_KEY, ThreadWorkflow
 
 POLL_MIN, POLL_MAX = 0.05, 0.5  # seconds between reads while following a thread
@@ -122,3 +123,15 @@ class Follower:
                 return
             pause = POLL_MIN if new else min(POLL_MAX, pause * 2)
             await asyncio.sleep(pause)
+
+
+def summary_line(graph: Graph, inputs: dict[str, Any]) -> str:
+    """A line for Temporal's UI: the graph and the first text input."""
+    text = next((str(v) for v in inputs.values() if isinstance(v, str) and v.strip()), "")
+    text = " ".join(text.split())
+    return f"{graph.name}: {text[:120]}" if text else graph.name
+
+
+def carried_graph(carried: dict[str, Any]) -> Graph:
+    """The graph a workflow carries, with its subgraph roles' graphs (its hash is theirs too)."""
+    return graph_from_snapshot(carried["snapshot"], carried.get("subgraphs"))

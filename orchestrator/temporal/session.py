@@ -59,9 +59,15 @@ from ..store.ids import new_thread_id
 from ..vcs.worktrees import find_repo, needs_isolation
 from . import DEFAULT_TASK_QUEUE
 from .client import READ_TIMEOUT, answered, connect
-from .codec import graph_from_snapshot, outcome_to_dict, stored_from_dict, stored_to_dict
-from .reading import Follower, TemporalRow, row_of
-from .workflow import NOT_ON_TEMPORAL, WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
+from .codec import (
+    outcome_to_dict,
+    stored_from_dict,
+    stored_to_dict,
+    subgraph_snapshots,
+)
+from .inputs import ReplayInput
+from .reading import Follower, TemporalRow, carried_graph, row_of, summary_line
+from .workflow import WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
 
 T = TypeVar("T")
 OPEN: weakref.WeakSet[TemporalSession] = weakref.WeakSet()
@@ -142,10 +148,6 @@ class TemporalSession:
     ) -> Path:
         """The checks of a local run that hold on this machine. Credentials, programs and the
         sandbox are the workers' (a step that lacks one suspends saying so)."""
-        if replay:
-            raise SessionError("--replay runs on this machine: drop --temporal to replay")
-        if any(r.graph for r in graph.roles.values()):
-            raise SessionError(NOT_ON_TEMPORAL, usage=False)
         check_graph(graph)
         return workspace_folder(workspace)
 
@@ -166,6 +168,7 @@ class TemporalSession:
                 inputs,
                 folder=folder,
                 in_place=in_place,
+                replay=replay,
                 thread_id=thread_id,
                 options=options,
             )
@@ -178,13 +181,14 @@ class TemporalSession:
         *,
         folder: Path,
         in_place: bool = False,
-        replay: bool = False,  # refused by preflight: a replay runs on this machine
+        replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
     ) -> Started:
-        """Start the thread's workflow; it runs on the workers from now on."""
+        """Start the thread's workflow; it runs on the workers from now on (a replay's once
+        `advance` gives it the recording)."""
         check_inputs(graph, inputs)
-        if not in_place and needs_isolation(graph) and find_repo(folder) is not None:
+        if not (in_place or replay) and needs_isolation(graph) and find_repo(folder) is not None:
             raise SessionError(
                 f"{folder} is a git repository and roles of '{graph.name}' edit files or run "
                 "commands: a thread on Temporal works in the folder itself (workers share no "
@@ -198,12 +202,14 @@ class TemporalSession:
             thread_id=thread_id,
             snapshot=graph.model_dump(mode="json"),
             events=[first],
+            subgraphs=subgraph_snapshots(graph),
             graph_path=str(graph.path or ""),
             max_steps=options.max_steps,
             model=options.model,
             heartbeat_seconds=self.heartbeat_seconds,
+            replaying=replay,
         )
-        await self._start_run(params, self.task_queue, summary=_summary(graph, inputs))
+        await self._start_run(params, self.task_queue, summary=summary_line(graph, inputs))
         self._fresh[thread_id] = 1
         return Started(thread_id, folder, None, stored_from_dict(first))
 
@@ -237,18 +243,19 @@ class TemporalSession:
 
         Ctrl-C while following interrupts the thread, as it does a local run: the step in
         flight stops and the thread suspends (or, at a person's step, waits)."""
-        if actor_for is not None or replay is not None:
-            raise SessionError(
-                "on Temporal the roles' own actors play them (no replay, no stand-ins)"
-            )
+        if actor_for is not None:
+            raise SessionError("on Temporal the roles' own actors play them (no stand-ins)")
         options = options or RunOptions()
         handle = await self._handle(thread_id)
         row = await self.athread(thread_id)
         follower = Follower(handle, row.task_queue or self.task_queue, options)
+        recorded = ReplayInput(replay.to_dict(), options.replay_pace) if replay else None
+        if recorded is not None and not row.closed:  # a replay: the workers play the recording
+            await answered(handle.execute_update(ThreadWorkflow.replay, recorded), follower.queue)
         # A thread started here is shown from its first step; any other from what comes next.
         await follower.read(quiet_upto=self._fresh.pop(thread_id, math.inf), notify=self.notify)
         if first is not None:
-            await self._request(handle, row, graph, follower, first, options)
+            await self._request(handle, row, graph, follower, first, options, recorded)
             await follower.read()
         try:
             await follower.follow(self.notify)
@@ -268,6 +275,7 @@ class TemporalSession:
         follower: Follower,
         first: Outcome,
         options: RunOptions,
+        recorded: ReplayInput | None = None,
     ) -> None:
         queue = follower.queue
         if isinstance(first, Answered):
@@ -281,22 +289,26 @@ class TemporalSession:
                 thread_id=row.id,
                 snapshot=graph.model_dump(mode="json"),
                 events=follower.log,
+                subgraphs=subgraph_snapshots(graph),
                 graph_path=str(graph.path or row.graph_path),
                 max_steps=options.max_steps,
                 model=options.model,
                 first=outcome_to_dict(first),
                 heartbeat_seconds=self.heartbeat_seconds,
+                recording=recorded.recording if recorded is not None else None,
+                replay_pace=recorded.pace if recorded is not None else 0.0,
             )
             await self._start_run(params, queue, summary=f"{row.graph} (resumed)")
             return
         carried = await self._carried(handle, queue)
-        changed = graph.hash != graph_from_snapshot(carried["snapshot"]).hash
+        changed = graph.hash != carried_graph(carried).hash
         request = ResumeInput(
             message=first.message,
             max_steps=options.max_steps,
             model=options.model,
             snapshot=graph.model_dump(mode="json") if changed else None,
             graph_path=str(graph.path) if changed and graph.path else None,
+            subgraphs=subgraph_snapshots(graph) if changed else None,
         )
         await answered(handle.execute_update(ThreadWorkflow.resume, request), queue)
 
@@ -408,12 +420,18 @@ class TemporalSession:
         return engine.fold([s.event for s in self.events(thread_id)])
 
     def child_events(self, thread_id: str) -> list[StoredEvent] | None:
-        """None: a thread on Temporal has no subgraph children."""
-        return None
+        """The log of a subgraph step's child (its workflow `PARENT.STEP`), or None."""
+        try:
+            return self.events(thread_id)
+        except SessionError:
+            return None
 
     def recording(self, thread_id: str) -> Recording:
-        """The thread's recording (a thread on Temporal has no subgraph children)."""
-        return recording_from_events([s.event for s in self.events(thread_id)])
+        """The thread's recording, with its subgraph children's steps inside."""
+        return recording_from_events(
+            [s.event for s in self.events(thread_id)],
+            lambda child: [s.event for s in self.child_events(child) or []],
+        )
 
     def view(self, thread_id: str) -> ThreadView:
         return thread_view([s.event for s in self.events(thread_id)])
@@ -432,14 +450,14 @@ class TemporalSession:
         queue = getattr(row, "task_queue", self.task_queue)
         carried = await self._carried_by_id(row.id, queue)
         if graph_arg is None:
-            return graph_from_snapshot(carried["snapshot"])
+            return carried_graph(carried)
         graph = load_graph(graph_arg)
         problems = lint(graph)
         if has_errors(problems):
             raise SessionError(
                 "the graph has errors; fix them, then resume", usage=False, problems=problems
             )
-        current = graph_from_snapshot(carried["snapshot"])
+        current = carried_graph(carried)
         if graph.hash != current.hash:
             changes = graph_changes(carried["snapshot"], graph.model_dump(mode="json"))
             self.notify(
@@ -477,10 +495,3 @@ class TemporalSession:
 
     def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Pruned]:
         raise SessionError("threads on Temporal have no worktrees here: nothing to prune")
-
-
-def _summary(graph: Graph, inputs: dict[str, Any]) -> str:
-    """A line for Temporal's UI: the graph and the first text input."""
-    text = next((str(v) for v in inputs.values() if isinstance(v, str) and v.strip()), "")
-    text = " ".join(text.split())
-    return f"{graph.name}: {text[:120]}" if text else graph.name

@@ -18,12 +18,35 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from . import DEFAULT_TASK_QUEUE
 from .activities import StepActivities
 from .client import connect
 from .workflow import ThreadWorkflow
 
+# What the workflow imports (workflow.py), all deterministic (a test checks it): passed through
+# the sandbox, so they are imported once per worker and not for every workflow run; a module
+# they import on first use (a guard's CEL extension) is one of them, or imported in the sandbox.
+DETERMINISTIC = (
+    "orchestrator",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_inspection",
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attr",
+    "attrs",
+    "jsonpointer",
+    "idna",
+    "yaml",
+    "chevron_blue",
+    "re2",
+    "cel",
+)
 GRACE = timedelta(seconds=10)
 STICKY_TIMEOUT = timedelta(seconds=3)  # a dead worker's cached workflows move on after this
 
@@ -52,6 +75,11 @@ async def run_worker(
             client,
             task_queue=task_queue,
             workflows=[ThreadWorkflow],
+            # The workflow imports deterministic modules only (tests/test_workflow_imports.py):
+            # they are the host's, imported once, not again for every workflow run.
+            workflow_runner=SandboxedWorkflowRunner(
+                restrictions=SandboxRestrictions.default.with_passthrough_modules(*DETERMINISTIC)
+            ),
             activities=[activities.run_step],
             max_concurrent_activities=max_concurrent,
             graceful_shutdown_timeout=GRACE,

@@ -3,15 +3,21 @@
 Theory of operation
 -------------------
 The workflow id is the thread id. The workflow keeps the thread's event log (each event with its
-sequence number and the workflow's clock) and its folded state, and runs the loop of the local
-runner (`run/runner.py`) with the same three pure functions of `core/engine.py`:
+sequence number and the workflow's clock) and its folded state, and is an executor of the one
+driver (`core/driver.py`), the local runner being the other: the driver asks `decide` and
+`judge`, this module carries the commands out:
 
-    decide(graph, state) -> Record(event)   append it
-                         -> RunStep         plan the request (`run/step.plan_step`, pure) and run
-                                            the `run_step` activity on a worker; judge its outcome
-                         -> Idle            completed, failed, cancelled: the workflow returns;
-                                            suspended or waiting: wait for a request
-    judge(graph, state, outcome) -> events  append them
+    commit         append the event to the log the workflow keeps (its history is the store)
+    act            plan the request (`run/plan.plan_step`, pure) and run the `run_step`
+                   activity on a worker (activities.py: the only place of its I/O)
+    single         the step in flight (stopped by a cancel or an interrupt)
+    branches       the branch steps as tasks of the workflow
+    run_child      a subgraph role's child: a child workflow (children.py)
+    idle           completed, failed, cancelled: the workflow returns; suspended or waiting:
+                   wait for a request
+
+The workflow imports deterministic modules only (no actor, store, sandbox or process: a test
+checks what importing it loads), so the worker passes them through its sandbox (worker.py).
 
 Requests from outside are updates, judged by the same `judge`; a refusal (`Refused`) rejects the
 update in its validator, so nothing reaches the history:
@@ -38,8 +44,9 @@ Everything here is deterministic: the clock is the workflow's, ids are made by t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -49,9 +56,13 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import CancelledError as TemporalCancelled
 from temporalio.exceptions import TimeoutError as TemporalTimeout
 
+# Deterministic modules only (tests/test_workflow_imports.py): the host's, passed through the
+# sandbox, so they are imported once per worker, not again for every workflow run; what they
+# import on first use is passed through by the worker's runner (worker.py, DETERMINISTIC).
 with workflow.unsafe.imports_passed_through():
     from ..core import engine
-    from ..core.commands import Idle, Record, RunBranches, RunStep, limits_for
+    from ..core.commands import Limits, RunStep, limits_for
+    from ..core.driver import Work, drive
     from ..core.events import Event, SuspendKind, ThreadStatus, event_from_dict
     from ..core.outcomes import (
         ActorFailed,
@@ -63,15 +74,27 @@ with workflow.unsafe.imports_passed_through():
         ResumeRequested,
     )
     from ..core.state import ThreadState
+
+    # What the moderator imports on first use (a contract's validators), which happens inside a
+    # workflow: imported now, passed through like the rest.
+    # (each by its full name: the sandbox knows a module passed through by the name imported)
+    from ..definition.fastcheck import compile_fast_check  # noqa: F401
+    from ..definition.metaschema import check_schema  # noqa: F401
+    from ..definition.models import Graph
+    from ..definition.validator import compile_validator  # noqa: F401
     from ..run.memory import SessionMemory
     from ..run.options import ThreadResult
-    from ..run.step import plan_step
+    from ..run.plan import plan_step
     from ..views.plural import plural
+    from .children import PARENT_CANCELLED, ChildThreads
     from .codec import graph_from_snapshot, outcome_from_dict, plan_to_dict, stored_to_dict
+    from .inputs import EventsPage, ReplayInput
+    from .inputs import ResumeInput as ResumeInput  # the sessions' and activities' names too
+    from .inputs import StepInput as StepInput
+    from .inputs import ThreadInput as ThreadInput
 
-# The moderator's modules are the host's (passed through the sandbox), and so must be what they
-# import on first use (a contract's validator, a YAML parser): every call into them runs here.
-host = workflow.unsafe.imports_passed_through
+    with contextlib.suppress(ImportError):  # an optional speed-up of fastcheck
+        import jsonschema_rs  # noqa: F401
 
 WORKFLOW_NAME = "OrchestratorThread"
 ACTIVITY_NAME = "run_step"
@@ -80,48 +103,7 @@ WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on 
 MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
 MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
-NOT_ON_TEMPORAL = "subgraph roles do not run on Temporal yet: run the thread without --temporal"
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
-
-
-@dataclass
-class ThreadInput:
-    """What a thread's workflow starts with: its log so far, its graph and how to run it."""
-
-    thread_id: str
-    snapshot: dict[str, Any]  # Graph.model_dump(mode="json"): workers need no graph files
-    events: list[dict[str, Any]]  # stored events {seq, at, event}: ThreadStarted at least
-    graph_path: str = ""
-    max_steps: int | None = None
-    model: str | None = None
-    first: dict[str, Any] | None = None  # a request judged first: a completed thread resumed
-    heartbeat_seconds: float = 10.0
-
-
-@dataclass
-class StepInput:
-    """The `run_step` activity's argument: the plan, the role it is for, the workspace."""
-
-    role_name: str
-    role: dict[str, Any]
-    plan: dict[str, Any]
-    workspace: str
-
-
-@dataclass
-class ResumeInput:
-    message: str | None = None
-    max_steps: int | None = None
-    model: str | None = None
-    snapshot: dict[str, Any] | None = None  # a changed graph to continue with
-    graph_path: str | None = None
-
-
-@dataclass
-class EventsPage:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    seq: int = 0  # the thread's last sequence number
-    status: str = ""
 
 
 def refusal(exc: Refused) -> ApplicationError:
@@ -130,18 +112,23 @@ def refusal(exc: Refused) -> ApplicationError:
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class ThreadWorkflow:
+class ThreadWorkflow(ChildThreads):
+    workflow_name = WORKFLOW_NAME
+
     @workflow.init
     def __init__(self, params: ThreadInput) -> None:
-        with host():
-            self._setup(params)
-
-    def _setup(self, params: ThreadInput) -> None:
         self.thread_id = params.thread_id
         self.snapshot = params.snapshot
-        self.graph = graph_from_snapshot(params.snapshot)
+        self.subgraphs = params.subgraphs
+        self.graph: Graph = graph_from_snapshot(params.snapshot, params.subgraphs)
         self.graph_path = params.graph_path
-        self.limits = limits_for(self.graph, params.max_steps)
+        self.max_cost_usd = params.max_cost_usd
+        self.limits: Limits = limits_for(self.graph, params.max_steps, params.max_cost_usd)
+        self.as_child = params.as_child
+        self.children = dict(params.children)
+        self.child_runs = {}
+        self.recording, self.replay_pace = params.recording, params.replay_pace
+        self.replaying = params.replaying
         self.max_steps = params.max_steps
         self.model = params.model
         self.heartbeat = timedelta(seconds=params.heartbeat_seconds)
@@ -152,7 +139,7 @@ class ThreadWorkflow:
         for stored in params.events:
             self._keep(stored, event_from_dict(stored["event"]))
         self.activities: dict[int, asyncio.Task[Any]] = {}  # the steps in flight, by number
-        self.branches: dict[int, asyncio.Task[Outcome | None]] = {}  # branch steps running
+        self.running: dict[int, asyncio.Task[Outcome | None]] = {}  # branch steps running
         self.stopped = False  # the steps in flight were stopped by a cancel or an interrupt
         self.lost = (0, 0)  # (step, how many times its worker was lost)
         self.memo: dict[str, Any] = {}
@@ -165,61 +152,68 @@ class ThreadWorkflow:
         try:
             if params.first is not None:
                 self._judge(outcome_from_dict(params.first))
-            while await self._turn():
-                if workflow.info().is_continue_as_new_suggested() and self._quiet():
-                    self._publish()
-                    workflow.continue_as_new(self._carry(), memo={MEMO_KEY: self.memo})
+            # A replay started before its recording came: the first advance sends it.
+            await workflow.wait_condition(lambda: self.recording is not None or not self.replaying)
+            await drive(self)
         except asyncio.CancelledError:  # cancelled from Temporal: the thread is cancelled
             if not self.state.status.ended:
                 self._judge(CancelRequested("cancelled in Temporal"))
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._publish()
-        with host():
-            # Its JSON form has no path: a session reads the path from the events it follows.
-            return ThreadResult.of(self.thread_id, self.state, []).to_dict()
+        # Its JSON form has no path: a session reads the path from the events it follows.
+        result = ThreadResult.of(self.thread_id, self.state, []).to_dict()
+        if self.as_child:  # what the parent keeps of its child (children.py)
+            result.update(log=self.log, children=self.children)
+        return result
 
-    async def _turn(self) -> bool:
-        """Carry out one command; False when the thread has ended."""
-        with host():
-            command = engine.decide(self.graph, self.state, self.limits)
-        match command:
-            case Idle():
-                if self.state.status.ended:
-                    return False
-                self._publish()
-                await workflow.wait_condition(
-                    lambda: self.state.status == ThreadStatus.RUNNING or self.state.status.ended
-                )
-            case Record():
-                self._append(command.event)
-            case RunStep():
-                outcome = await self._run_step(command)
-                if outcome is not None:
-                    self._judge(outcome)
-            case RunBranches():
-                await self._run_branches(command)
+    # ------------------------------------------------------------------ the executor
+
+    async def commit(self, event: Event) -> None:
+        self._append(event)
+
+    async def idle(self, status: ThreadStatus) -> bool:
+        """Completed, failed or cancelled: stop (the workflow returns); else wait for a request.
+        A child workflow returns whenever it stops: its parent decides what comes next."""
+        if status.ended or self.as_child:
+            return False
+        self._publish()
+        await workflow.wait_condition(
+            lambda: self.state.status == ThreadStatus.RUNNING or self.state.status.ended
+        )
         return True
 
-    async def _run_branches(self, command: RunBranches) -> None:
-        """Start the listed branches not running yet; judge those that end, in step order."""
-        for run in command.steps:
-            if run.step not in self.branches:
-                self.branches[run.step] = asyncio.ensure_future(self._run_step(run))
-        await workflow.wait_condition(lambda: any(t.done() for t in self.branches.values()))
-        for step in sorted(n for n, task in self.branches.items() if task.done()):
-            outcome = self.branches.pop(step).result()
-            if outcome is not None:
-                self._judge(outcome)
+    async def turned(self) -> None:
+        if workflow.info().is_continue_as_new_suggested() and self._quiet():
+            self._publish()
+            workflow.continue_as_new(self._carry(), memo={MEMO_KEY: self.memo})
 
-    async def _run_step(self, command: RunStep) -> Outcome | None:
-        with host():
-            role = self.graph.roles[command.role]
-            if role.is_subgraph:
-                return ActorFailed(command.step, NOT_ON_TEMPORAL, SuspendKind.CONFIG)
-            plan = plan_step(self.graph, self.state, command, self.memory, self.model)
-            request = StepInput(
-                command.role, role.model_dump(mode="json"), plan_to_dict(plan), self.state.workspace
-            )
+    async def single(self, step: int, work: Work) -> Outcome | None:
+        return await work()  # a cancel stops its activity (`_stop_step`)
+
+    async def branches(self, work: Mapping[int, Work]) -> list[Outcome]:
+        """Start the listed branches not running yet; the outcomes of those that ended."""
+        for step, run in work.items():
+            if step not in self.running:
+                self.running[step] = asyncio.ensure_future(run())
+        await workflow.wait_condition(lambda: any(t.done() for t in self.running.values()))
+        outcomes = []
+        for step in sorted(n for n, task in self.running.items() if task.done()):
+            outcome = self.running.pop(step).result()
+            if outcome is not None:
+                outcomes.append(outcome)
+        return outcomes
+
+    async def act(self, command: RunStep) -> Outcome | None:
+        role = self.graph.roles[command.role]
+        plan = plan_step(self.graph, self.state, command, self.memory, self.model)
+        request = StepInput(
+            command.role,
+            role.model_dump(mode="json"),
+            plan_to_dict(plan),
+            self.state.workspace,
+            self.recording,
+            self.replay_pace,
+        )
         self._publish()
         self.stopped = False
         activity = self.activities[command.step] = workflow.start_activity(
@@ -232,8 +226,7 @@ class ThreadWorkflow:
         )
         try:
             result = await activity
-            with host():
-                return outcome_from_dict(result)
+            return outcome_from_dict(result)
         except (ActivityError, asyncio.CancelledError) as exc:
             if self.stopped:
                 return None  # a cancel or an interrupt stopped it, and was recorded
@@ -268,9 +261,8 @@ class ThreadWorkflow:
     # ------------------------------------------------------------------ the log
 
     def _keep(self, stored: dict[str, Any], event: Event) -> None:
-        with host():
-            engine.apply(self.state, event)
-            self.memory.observe(event)
+        engine.apply(self.state, event)
+        self.memory.observe(event)
         self.log.append(stored)
         self.sizes.append(len(json.dumps(stored, ensure_ascii=False, default=str)))
 
@@ -279,15 +271,13 @@ class ThreadWorkflow:
         self._keep(stored_to_dict(len(self.log) + 1, at, event), event)
 
     def _judge(self, outcome: Outcome, graph: Any = None) -> None:
-        with host():
-            events = engine.judge(graph or self.graph, self.state, outcome)
+        events = engine.judge(graph or self.graph, self.state, outcome)
         for event in events:
             self._append(event)
 
     def _check(self, outcome: Outcome, graph: Any = None) -> None:
         try:
-            with host():
-                engine.judge(graph or self.graph, self.state, outcome)  # pure: nothing recorded
+            engine.judge(graph or self.graph, self.state, outcome)  # pure: nothing recorded
         except Refused as exc:
             raise refusal(exc) from None
 
@@ -299,7 +289,9 @@ class ThreadWorkflow:
                 activity.cancel()
 
     def _quiet(self) -> bool:
-        return not self.activities and not self.branches and workflow.all_handlers_finished()
+        """Nothing in flight (a step, a branch, a child workflow): it may continue as new."""
+        busy = self.activities or self.running or self.child_runs
+        return not busy and workflow.all_handlers_finished()
 
     def _carry(self) -> ThreadInput:
         return ThreadInput(
@@ -310,6 +302,13 @@ class ThreadWorkflow:
             max_steps=self.max_steps,
             model=self.model,
             heartbeat_seconds=self.heartbeat.total_seconds(),
+            subgraphs=self.subgraphs,
+            children=self.children,
+            max_cost_usd=self.max_cost_usd,
+            as_child=self.as_child,
+            recording=self.recording,
+            replay_pace=self.replay_pace,
+            replaying=self.replaying,
         )
 
     def _publish(self) -> None:
@@ -350,26 +349,42 @@ class ThreadWorkflow:
 
     @workflow.update
     def answer(self, text: str) -> str:
-        self._judge(Answered(text))
+        leaf = self.waiting_leaf()
+        if leaf is None:
+            self._judge(Answered(text))
+            return str(self.state.status)
+        # S5: the child's answer, kept in its log; the resume runs the child again from it (S3).
+        log, graph, state = leaf[0]["log"], leaf[1], leaf[2]
+        for event in engine.judge(graph, state, Answered(text)):
+            engine.apply(state, event)
+            log.append(stored_to_dict(len(log) + 1, workflow.now().timestamp(), event))
+        self._judge(ResumeRequested())
         return str(self.state.status)
 
     @answer.validator
     def _answer_ok(self, text: str) -> None:
-        self._check(Answered(text))
+        leaf = self.waiting_leaf()  # S5: judged against the role of the child that waits
+        try:
+            if leaf is None:
+                engine.judge(self.graph, self.state, Answered(text))
+            else:
+                engine.judge(leaf[1], leaf[2], Answered(text))
+        except Refused as exc:
+            raise refusal(exc) from None
 
     @workflow.update
     def resume(self, request: ResumeInput) -> str:
-        with host():
-            if request.snapshot is not None:
-                self.snapshot = request.snapshot
-                self.graph = graph_from_snapshot(request.snapshot)
-                self.graph_path = request.graph_path or self.graph_path
-                # Which roles keep a session, and their budgets, may have changed with it.
-                self.memory = SessionMemory(self.graph)
-                for stored in self.log:
-                    self.memory.observe(event_from_dict(stored["event"]))
-            self.max_steps, self.model = request.max_steps, request.model
-            self.limits = limits_for(self.graph, request.max_steps)
+        if request.snapshot is not None:
+            self.snapshot = request.snapshot
+            self.subgraphs = request.subgraphs or {}
+            self.graph = graph_from_snapshot(request.snapshot, self.subgraphs)
+            self.graph_path = request.graph_path or self.graph_path
+            # Which roles keep a session, and their budgets, may have changed with it.
+            self.memory = SessionMemory(self.graph)
+            for stored in self.log:
+                self.memory.observe(event_from_dict(stored["event"]))
+        self.max_steps, self.model = request.max_steps, request.model
+        self.limits = limits_for(self.graph, request.max_steps, self.max_cost_usd)
         self._judge(ResumeRequested(request.message))
         return str(self.state.status)
 
@@ -382,19 +397,34 @@ class ThreadWorkflow:
                 type="ThreadBusy",
                 non_retryable=True,
             )
-        with host():
-            graph = graph_from_snapshot(request.snapshot) if request.snapshot else None
+        graph = (
+            graph_from_snapshot(request.snapshot, request.subgraphs) if request.snapshot else None
+        )
         self._check(ResumeRequested(request.message), graph)
 
     @workflow.update
-    def cancel(self, reason: str) -> str:
+    async def cancel(self, reason: str) -> str:
+        children = self.children_to_cancel()  # S6: asked before the cancel ends the steps
         self._judge(CancelRequested(reason))
         self._stop_step()
+        await self.cancel_children(children, reason)
         return str(self.state.status)
+
+    @workflow.signal(name=PARENT_CANCELLED)
+    def parent_cancelled(self, reason: str) -> None:
+        """A child's parent was cancelled (S6): cancelled too, unless it ended already."""
+        if not self.state.status.ended:
+            self._judge(CancelRequested(reason))
+            self._stop_step()
 
     @cancel.validator
     def _cancel_ok(self, reason: str) -> None:
         self._check(CancelRequested(reason))
+
+    @workflow.update
+    def replay(self, request: ReplayInput) -> None:
+        """A replay's recording (`run --replay --temporal`): its steps play it on the workers."""
+        self.recording, self.replay_pace = request.recording, request.pace
 
     @workflow.update
     def interrupt(self) -> str:
@@ -418,7 +448,11 @@ class ThreadWorkflow:
 
     @workflow.query
     def graph_snapshot(self) -> dict[str, Any]:
-        return {"snapshot": self.snapshot, "graph_path": self.graph_path}
+        return {
+            "snapshot": self.snapshot,
+            "graph_path": self.graph_path,
+            "subgraphs": self.subgraphs,
+        }
 
 
 def _lost(cause: BaseException | None) -> bool:
