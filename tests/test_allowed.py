@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from orchestrator.core.allowed import can_cancel, can_resume
+from orchestrator.core.allowed import Verdict, can_cancel, can_resume
 from orchestrator.core.engine import judge
 from orchestrator.core.events import ThreadCancelled
 from orchestrator.core.fold import apply, fold
@@ -55,15 +55,15 @@ def test_a_resume_edge_testing_its_message_needs_none(make_graph: MakeGraph) -> 
     )
     graph = make_graph(REVIEW_LOOP.replace(RESUME_EDGE, optional))
     state = state_of(graph, [reply("stuck", question="what?")])
-    assert can_resume(graph, state) == (True, False, "")
+    assert can_resume(graph, state) == Verdict(True)
 
 
 def test_a_completed_thread_without_a_resume_edge_cannot_resume(make_graph: MakeGraph) -> None:
     assert RESUME_EDGE in REVIEW_LOOP
     graph = make_graph(REVIEW_LOOP.replace(RESUME_EDGE, ""))
     state = state_of(graph, [reply("stuck", question="what?")])
-    ok, needs_message, why = can_resume(graph, state)
-    assert not ok and not needs_message and "`$START.resume`" in why
+    verdict = can_resume(graph, state)
+    assert not verdict.ok and not verdict.needs_message and "`$START.resume`" in verdict.why
     assert not judged(graph, state, "go on")
 
 
@@ -73,7 +73,7 @@ def test_a_suspended_thread_resumes_and_cancels_a_cancelled_one_neither(
     graph = make_graph(REVIEW_LOOP)
     state = state_of(graph, [])  # the scripted replies run out: suspended
     assert str(state.status) == "suspended"
-    assert can_resume(graph, state) == (True, False, "")
+    assert can_resume(graph, state) == Verdict(True)
     assert can_cancel(state).ok
     assert not can_resume(None, state).ok  # no graph, no judge: nothing offered
 

@@ -14,12 +14,17 @@ reads no clock and draws no random numbers; three pure functions hold every rule
                                          what an outcome means, as the events to append;
                                          raises Refused when the outcome cannot be taken
 
-The runner carries RunStep commands to actors (a subgraph role's step: to its child thread, whose
-end comes back as ChildEnded, or as the child's suspension or wait) and their outcomes back;
-RunBranches lists the branch steps that should be running now. The session layer turns
-requests (answer, resume, cancel) into outcomes, and the runner reports an interruption as one.
-Neither decides anything. (What the runner turns into ActorFailed itself is I/O it alone sees:
+One driver carries the commands to an executor (the local runner, or a Temporal workflow):
+RunStep to an actor (a subgraph role's step: to its child thread, whose end comes back as
+ChildEnded, or as the child's suspension or wait), RunBranches for the branch steps that should
+be running now, and their outcomes back. The session layer turns requests (answer, resume,
+cancel) into outcomes, and an executor reports an interruption as one. Where a request goes
+when a subgraph's child is what waits or runs (an answer, a resume, a cancel), and what a
+child's end means, are rules of the moderator too. Neither the driver, an executor nor the
+session decides anything. (What an executor turns into ActorFailed itself is I/O it alone sees:
 a location that escapes through a symbolic link or cannot be made, an actor's unexpected error.)
+What may happen now (answer which step, resume, cancel, fork) is asked of `allowed.allowed`,
+which asks `judge`; every face asks it.
 
 apply: the states
     A1 ThreadStarted            -> running
@@ -76,14 +81,14 @@ decide: on a thread that is not running                                      D1 
           else                                                               D8 Record(StepStarted)
           it fans out (`parallel`, `for_each`): every branch rendered from
           the output that fanned out (a `for_each` item under `as`); a
-          `for_each` that names no list                                      D10 Record(Suspended: template)
+          `for_each` that names no list                                      D10b Record(Suspended: template)
           the fan-out's steps over max_steps (a role counts one visit), or
           max_visits or max_cost_usd reached                                 D11 Record(Suspended: limit)
           else                                                               D10 Record(BranchesStarted)
         a fan-out in progress (fanout.py): a branch failed and others run   D12 RunBranches(the running)
-          a branch failed and none runs                                      D12 Record(Suspended: its kind)
+          a branch failed and none runs                                      D12b Record(Suspended: its kind)
           a branch not started and fewer than max_parallel running           D9 Record(StepStarted(branch))
-          branches running                                                   D9 RunBranches(the running)
+          branches running                                                   D9b RunBranches(the running)
           only branches waiting for a person                                 D13 Idle
           every branch committed: the join edge, as D5-D8, seeing $branches and the output
           that fanned out                                                    D14 Record(StepStarted(join)
@@ -104,8 +109,9 @@ judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed,
     ChildEnded(ending) (a subgraph's child reached an ending)                J19 StepCommitted(status:
                                                                                  the ending)
     of a branch, a suspension of J3, J4, J6 or J6b fails the branch alone    J18 BranchFailed
-    Answered (a person's answer from outside): refused unless the thread is waiting for a role
-          the graph still has, refused with the errors when invalid
+    Answered (a person's answer from outside, for the step it names, else the first that waits):
+          refused unless the thread is waiting and that step waits (a step in flight, or a
+          waiting branch) for a role the graph still has, refused with the errors when invalid
           (nothing recorded)                                                 J8 Refused
           else as Replied                                                    J9 StepCommitted / Suspended: role
     Interrupted (Ctrl-C, a cancelled task) on a running thread: a human step
@@ -177,7 +183,7 @@ from .state import InFlight, ThreadState
 
 
 def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Command:
-    """The next command for a thread. Pure: same graph and state, same command. D1-D14."""
+    """The next command for a thread. Pure: same graph and state, same command. The D rules."""
     if state.status != ThreadStatus.RUNNING:
         return Idle(state.status)
     if state.in_flight is not None:
@@ -313,7 +319,7 @@ def _next_edge_key(state: ThreadState) -> tuple[str, str]:
 
 
 def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Event]:
-    """The events that record `outcome`. Pure. Rules J1-J17 of the theory of operation.
+    """The events that record `outcome`. Pure. The J rules of the theory of operation.
 
     `graph` may be None for a cancel, whose rules look at the state only (so a thread whose
     graph file is gone or broken can still be cancelled).
@@ -471,6 +477,11 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
     f = state.waiting_for
     if f is None:
         raise Refused(f"thread {state.thread_id} is {state.status}, not waiting for an answer")
+    if outcome.step is not None and outcome.step != f.step:
+        f = state.flight(outcome.step)
+        if f is None or not f.waiting:  # J8
+            tid = state.thread_id
+            raise Refused(f"step {outcome.step} of thread {tid} does not wait for an answer")
     role = graph.roles.get(f.role)
     if role is None:
         raise Refused(f"the graph no longer has role '{f.role}', which step {f.step} waits for")
