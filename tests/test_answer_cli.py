@@ -164,3 +164,62 @@ def test_answer_takes_a_person_waiting_inside_a_parallel_branch(tmp_path: Path) 
     answered = project.run("threads", "answer", thread_id, "--status", "yes", "--set", "budget=5")
     assert answered.returncode == 0, answered.stderr
     assert "buy owls with 5" in answered.stdout
+
+
+TWO_PEOPLE = """
+name: two
+description: Two people answer side by side.
+roles:
+  boss:
+    description: Sets the budget
+    goal: You decide.
+    actor: human
+    frontmatter:
+      type: object
+      properties: { budget: { type: integer } }
+      required: [budget]
+  chief:
+    description: Approves
+    goal: You approve.
+    actor: human
+    frontmatter:
+      type: object
+      properties: { $status: { const: yes }, note: { type: string } }
+      required: [$status, note]
+graph:
+  $START:
+    _:
+      parallel:
+        - { role: boss, prompt: "Budget for {{{$inputs.task}}}?" }
+        - { role: chief, prompt: "Approve {{{$inputs.task}}}?" }
+      join: { role: $END, prompt: "{{{$steps.chief.note}}} with {{{$steps.boss.budget}}}" }
+"""
+
+
+def test_answer_takes_any_waiting_branch_by_its_step(tmp_path: Path) -> None:
+    """Two branches wait for people: the moderator lists both (`allowed()`), `threads show`
+    says which `--step` each answer names, and `threads answer --step` answers the second
+    branch first; the thread waits for the other, then completes with both answers."""
+    project = Project(tmp_path)
+    project.graph(TWO_PEOPLE, "two")
+    out = project.run("run", "two", "owls")
+    assert out.returncode == 3, out.stderr
+    thread_id = project.threads()[0]["id"]
+    shown = project.run("threads", "show", thread_id)
+    assert f"orchestrator threads answer {thread_id} --step 1 --set budget=..." in shown.stdout
+
+    wrong = project.run("threads", "answer", thread_id, "--step", "9", "--set", "budget=5")
+    assert wrong.returncode != 0 and "step 9" in wrong.stderr
+    assert "these do: 1, 2" in wrong.stderr
+
+    second = project.run(
+        "threads", "answer", thread_id, "--step", "2", "--status", "yes", "--set", "note=go"
+    )
+    assert second.returncode == 3, second.stderr  # the first branch still waits
+    thread = get_thread(thread_id, store=project.store)
+    assert thread.state == "waiting"
+    assert [s.role for s in thread.steps if s.committed] == ["chief"]
+    # An answer naming no step goes to the step still waiting: the boss's.
+    first = project.run("threads", "answer", thread_id, "--set", "budget=5")
+    assert first.returncode == 0, first.stderr
+    assert "go with 5" in first.stdout

@@ -57,7 +57,7 @@ def ask_in_terminal(session: AnySession, graph: Graph, question: Question) -> st
             )
             sys.exit(EXIT_WAITING)
         try:
-            errors = session.check_answer(graph, question.thread_id, text)
+            errors = session.check_answer(graph, question.thread_id, text, question.step)
         except Refused as exc:
             fail(exc.message, EXIT_USAGE)
         if not errors:

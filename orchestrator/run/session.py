@@ -32,6 +32,7 @@ from typing import Any
 
 from ..actors.recording import Recording, ReplayActor, recording_from_events
 from ..core import engine
+from ..core.allowed import Allowed, allowed
 from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
@@ -75,7 +76,7 @@ from .preflight import check_credentials, check_inputs, check_prices, found_mode
 from .prune import Pruned, prune_worktrees
 from .runner import advance
 from .telemetry import traced
-from .waiting import Question, answer_errors, question_of
+from .waiting import Question, answer_errors, question_for, question_of
 
 Notify = Callable[[str], None]
 
@@ -281,32 +282,67 @@ class Session:
     ) -> ThreadResult:
         return await self.advance(graph, thread_id, first=ResumeRequested(message), **kw)
 
-    async def answer(self, graph: Graph, thread_id: str, text: str, **kw: Any) -> ThreadResult:
-        """Answer the person's step the thread waits for. When a subgraph's child (or its
-        child) is what waits, the answer is recorded there and the thread resumed, which
-        continues the child."""
-        leaf_graph, leaf = self.waiting_leaf(graph, thread_id)
+    async def answer(
+        self, graph: Graph, thread_id: str, text: str, *, step: int | None = None, **kw: Any
+    ) -> ThreadResult:
+        """Answer the person's step the thread waits for (`step`: which one, when several
+        branches wait). When a subgraph's child (or its child) is what waits, the answer is
+        recorded there and the thread resumed, which continues the child."""
+        leaf_graph, leaf = self.waiting_leaf(graph, thread_id, step)
         if leaf == thread_id:
-            return await self.advance(graph, thread_id, first=Answered(text), **kw)
+            return await self.advance(graph, thread_id, first=Answered(text, step), **kw)
         self._record(leaf_graph, leaf, Answered(text))
         return await self.resume(graph, thread_id, **kw)
 
-    def waiting_leaf(self, graph: Graph, thread_id: str) -> tuple[Graph, str]:
+    def waiting_leaf(
+        self, graph: Graph, thread_id: str, step: int | None = None
+    ) -> tuple[Graph, str]:
         """The thread (and its graph) whose person's step a waiting thread waits for: itself,
-        or the waiting child of its waiting subgraph step, followed down."""
+        or the waiting child of its waiting subgraph step (`step`, else the first), followed
+        down."""
         row = self.thread(thread_id)
-        flight = self.state(row.id).waiting_for
-        role = graph.roles.get(flight.role) if flight is not None else None
-        child = graph.subgraph(flight.role) if flight is not None and role is not None else None
-        if flight is None or child is None:
+        asked = allowed(graph, self.state(row.id), self._children(graph, row.id))
+        found = asked.answering(step)
+        if found is None or not found.via:
             return graph, row.id
-        try:
-            child_row = self.store.thread(child_id(row.id, flight.step))
-        except ThreadNotFound:
-            return graph, row.id
-        if child_row.state != ThreadStatus.WAITING:
-            return graph, row.id
-        return self.waiting_leaf(child, child_row.id)
+        for via in found.via:
+            role = self.state(thread_id).flight(via)
+            child = graph.subgraph(role.role) if role is not None else None
+            if child is None:  # pragma: no cover - allowed() listed it through this step
+                return graph, row.id
+            graph, thread_id = child, child_id(thread_id, via)
+        return graph, thread_id
+
+    def _children(self, graph: Graph, thread_id: str) -> dict[int, Allowed]:
+        """`allowed()` of the waiting child of each waiting subgraph step, by step."""
+        state = self.state(thread_id)
+        children: dict[int, Allowed] = {}
+        if state.status != ThreadStatus.WAITING:
+            return children
+        flights = [state.in_flight] if state.in_flight is not None else []
+        flights += state.fanout.waiting() if state.fanout is not None else []
+        for flight in flights:
+            kid = graph.subgraph(flight.role) if flight is not None else None
+            if flight is None or kid is None or flight.role not in graph.roles:
+                continue
+            try:
+                row = self.store.thread(child_id(thread_id, flight.step))
+            except ThreadNotFound:
+                continue
+            if row.id == child_id(thread_id, flight.step):
+                children[flight.step] = allowed(
+                    kid, self.state(row.id), self._children(kid, row.id)
+                )
+        return children
+
+    def allowed(self, thread_id: str, graph: Graph | None = None) -> Allowed:
+        """What may happen to the thread now (core/allowed.py), a person waiting inside a
+        subgraph's child included: of `graph`, else of the thread's graph file, else of the
+        graph as it was when the thread started (None when neither loads: cancel only)."""
+        row = self.thread(thread_id)
+        graph = graph or self._graph_quietly(row)
+        children = self._children(graph, row.id) if graph is not None else {}
+        return allowed(graph, self.state(row.id), children)
 
     def _record(self, graph: Graph | None, thread_id: str, outcome: Outcome) -> None:
         """Judge an outcome and append its events, without advancing the thread."""
@@ -367,8 +403,11 @@ class Session:
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.store.events(thread_id)])
 
-    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None:
-        """What a waiting thread asks, and the answers its role takes; None if it does not wait.
+    def question(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None:
+        """What a waiting thread asks at `step` (None: the first step that may be answered),
+        and the answers its role takes; None if nothing there may be answered (`allowed`).
 
         The role is the one `answer` would use: of `graph`, else of the thread's graph file,
         else of the graph as it was when the thread started.
@@ -377,16 +416,19 @@ class Session:
         if self.state(row.id).status != ThreadStatus.WAITING:
             return None
         graph = graph or self._graph_quietly(row)
-        if graph is None:
+        if graph is None:  # no graph to read the role from: the question, without its forms
             return question_of(self.state(row.id), {})
-        graph, leaf = self.waiting_leaf(graph, row.id)
-        return question_of(self.state(leaf), graph.roles)
+        return question_for(self.allowed(row.id, graph), step)
 
-    def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
+    def check_answer(
+        self, graph: Graph, thread_id: str, text: str, step: int | None = None
+    ) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (empty: it would take it); nothing is
         recorded. Raises Refused when the thread does not wait for an answer at all."""
-        graph, leaf = self.waiting_leaf(graph, thread_id)
-        return answer_errors(graph, self.state(leaf), text)
+        leaf_graph, leaf = self.waiting_leaf(graph, thread_id, step)
+        return answer_errors(
+            leaf_graph, self.state(leaf), text, step if leaf == thread_id else None
+        )
 
     def graph_of(self, row: ThreadRow) -> Graph | None:
         """The thread's graph to show (its file, else as it was when the thread started), or

@@ -36,6 +36,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..actors.recording import Recording, recording_from_events
 from ..core import engine
+from ..core.allowed import Allowed, allowed
 from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
@@ -48,7 +49,7 @@ from ..linter import lint
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_graph, check_inputs, workspace_folder
 from ..run.session import Notify, SessionError, Started
-from ..run.waiting import Question, answer_errors, question_of
+from ..run.waiting import Question, answer_errors, question_for
 from ..store.base import StoredEvent, ThreadRow
 from ..store.ids import new_thread_id
 from ..vcs.worktrees import find_repo, needs_isolation
@@ -256,6 +257,13 @@ class TemporalSession:
     ) -> None:
         queue = follower.queue
         if isinstance(first, Answered):
+            waits = follower.state.waiting_for
+            if first.step is not None and waits is not None and first.step != waits.step:
+                # The workflow's `answer` update carries the text alone: the first step.
+                raise SessionError(
+                    f"on Temporal, the first waiting step (step {waits.step}) is answered "
+                    f"first; answer it, then step {first.step}"
+                )
             await answered(handle.execute_update(ThreadWorkflow.answer, first.text), queue)
             return
         if not isinstance(first, ResumeRequested):
@@ -290,8 +298,10 @@ class TemporalSession:
     ) -> ThreadResult:
         return await self.advance(graph, thread_id, first=ResumeRequested(message), **kw)
 
-    async def answer(self, graph: Graph, thread_id: str, text: str, **kw: Any) -> ThreadResult:
-        return await self.advance(graph, thread_id, first=Answered(text), **kw)
+    async def answer(
+        self, graph: Graph, thread_id: str, text: str, *, step: int | None = None, **kw: Any
+    ) -> ThreadResult:
+        return await self.advance(graph, thread_id, first=Answered(text, step), **kw)
 
     async def outcome(self, thread_id: str) -> dict[str, Any]:
         """The result object once the thread's workflow closes (completed, failed, cancelled)."""
@@ -420,17 +430,26 @@ class TemporalSession:
     async def _carried_by_id(self, thread_id: str, queue: str) -> dict[str, Any]:
         return await self._carried(await self._handle(thread_id), queue)
 
-    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None:
+    def allowed(self, thread_id: str, graph: Graph | None = None) -> Allowed:
+        """What may happen to the thread now (as Session.allowed), from the graph it carries."""
+        row = self.thread(thread_id)
+        return allowed(graph or self.graph_of(row), self.state(row.id))
+
+    def question(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None:
         """What a waiting thread asks (as Session.question), from the graph it carries."""
         row = self.thread(thread_id)
         state = self.state(row.id)
         if state.status != ThreadStatus.WAITING:
             return None
-        return question_of(state, (graph or self.graph_for(row)).roles)
+        return question_for(allowed(graph or self.graph_for(row), state), step)
 
-    def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
+    def check_answer(
+        self, graph: Graph, thread_id: str, text: str, step: int | None = None
+    ) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (as Session.check_answer)."""
-        return answer_errors(graph, self.state(thread_id), text)
+        return answer_errors(graph, self.state(thread_id), text, step)
 
     def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Any]:
         raise SessionError("threads on Temporal have no worktrees here: nothing to prune")
