@@ -12,7 +12,7 @@ Routes (all HTML unless said; every one behind `guard.Guard`):
     GET  /static/style.css, app.js  the page's only assets, shipped in the package
 
 Threads are read through the session layer alone (`.threads`, `.thread`, `.events`, `.view`,
-`.question`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
+`.question`, `.allowed`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
 the local store's (`Session`) or, with `--temporal`, a `TemporalSession`, whose reading methods
 block on the network: they run on a worker thread, off the server's loop. The live feeds look at
 the threads' rows every `poll` seconds: a thread advanced by any process (the command line, a
@@ -168,7 +168,7 @@ class Web:
         try:
             view = await self.read(self.reader.view, row.id)
             graph = await self.read(self.reader.graph_of, row)
-            question = await self.read(self.reader.question, row.id, graph)
+            allowed = await self.read(self.reader.allowed, row.id, graph)
         except (SessionError, StoreError) as exc:
             return self._error("the thread cannot be read", explain(exc), 500)
         failed = self.runs.errors.get(row.id)
@@ -178,7 +178,7 @@ class Web:
             row,
             view,
             graph=graph,
-            question=question,
+            allowed=allowed,
             where=self.where,
             running_here=self.runs.running(row.id),
             notices=notices,
@@ -211,8 +211,9 @@ class Web:
         if isinstance(row, Response):
             return row
         data = await _form(request)
-        question = await self.read(self.reader.question, row.id)
-        if question is None or str(question.step) != data.get("step", str(question.step)):
+        step = int(data["step"]) if data.get("step", "").isdigit() else None
+        question = await self.read(self.reader.question, row.id, None, step)
+        if question is None:
             return await self._thread_page(
                 await self.read(self.reader.thread, row.id),
                 notices=(Notice("the thread no longer waits for this answer; nothing was sent"),),
@@ -221,14 +222,16 @@ class Web:
         status, text, typed = reply_from_form(question, data)
         try:
             graph = await self.read(self.reader.graph_for, row)
-            errors = await self.read(self.reader.check_answer, graph, row.id, text)
+            errors = await self.read(self.reader.check_answer, graph, row.id, text, question.step)
         except (SessionError, GraphError, Refused, StoreError) as exc:
             return await self._thread_page(row, notices=(Notice(explain(exc)),), status=409)
         if errors:
-            refused = AnswerState(status, errors, typed)
+            refused = AnswerState(status, errors, typed, question.step)
             note = Notice("the answer does not fit the role's contract; nothing was recorded")
             return await self._thread_page(row, notices=(note,), answer=refused, status=422)
-        failed = await self.runs.start(row.id, lambda s, g, o: s.answer(g, row.id, text, options=o))
+        failed = await self.runs.start(
+            row.id, lambda s, g, o: s.answer(g, row.id, text, step=question.step, options=o)
+        )
         return await self._after(row.id, failed)
 
     async def resume(self, request: Request) -> Response:

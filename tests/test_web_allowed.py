@@ -1,0 +1,67 @@
+"""The thread page's forms and buttons are those `allowed()` lists, in a real Chromium.
+
+Two people wait in the branches of one fan-out: the page shows one answer card per waiting
+step (the moderator takes an answer for either), no Resume (a waiting thread is answered,
+J15), and Cancel. The second branch is answered first through its own form; the page then
+offers the first branch's form alone, and answering it completes the thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from orchestrator.core.events import StepCommitted
+from orchestrator.run.session import Session, open_store
+from tests.cli_helpers import Project
+from tests.test_answer_cli import TWO_PEOPLE
+from tests.web_helpers import chromium, served
+
+expect.set_options(timeout=15_000)
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        yield context.new_page()
+        context.close()
+
+
+def test_each_waiting_branch_has_its_own_form_and_either_may_go_first(
+    tmp_path: Path, page: Any
+) -> None:
+    project = Project(tmp_path)
+    project.graph(TWO_PEOPLE, "two")
+    assert project.run("run", "two", "owls").returncode == 3
+    thread_id = project.threads()[0]["id"]
+    with served(project.store, env=project.env()) as server:
+        page.goto(server.at(f"threads/{thread_id}"))
+        expect(page.locator(".facts [data-state]")).to_have_text("waiting")
+        cards = page.locator(".question")
+        expect(cards).to_have_count(2)
+        expect(page.locator('.question[data-step="1"] pre.prompt')).to_have_text("Budget for owls?")
+        chief = page.locator('.question[data-step="2"]')
+        expect(chief.locator("pre.prompt")).to_have_text("Approve owls?")
+        expect(chief.locator('input[name="step"]')).to_have_value("2")
+        expect(page.locator("form.resume")).to_have_count(0)  # answer it: no resume (J15)
+        expect(page.locator("form.cancel")).to_have_count(1)
+
+        chief.locator('textarea[name="field.note"]').fill("go")
+        chief.locator("button").click()
+        expect(page.locator('details.step[data-role="chief"]')).to_have_attribute(
+            "data-status", "yes"
+        )
+        expect(page.locator(".question")).to_have_count(1)
+        boss = page.locator('.question[data-step="1"]')
+        boss.locator('input[name="field.budget"]').fill("5")
+        boss.locator("button").click()
+        expect(page.locator(".facts [data-state]")).to_have_text("completed", timeout=20_000)
+        expect(page.locator("[data-ending] pre.final")).to_have_text("go with 5")
+    session = Session(open_store(project.store, readonly=True))
+    commits = [s.event for s in session.events(thread_id) if isinstance(s.event, StepCommitted)]
+    assert [(c.step, c.role) for c in commits] == [(2, "chief"), (1, "boss")]  # the second first
