@@ -101,6 +101,23 @@ class Allowed:
         """The step an answer that names none goes to: the first."""
         return self.answers[0] if self.answers else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON values (the MCP server's `thread_state` shows it as `allowed`)."""
+
+        def verdict(v: Verdict) -> dict[str, Any]:
+            return {"ok": v.ok, **({"why": v.why} if v.why else {})}
+
+        return {
+            "answer": [
+                {"step": a.top_step, "role": a.role_name, "statuses": list(a.statuses)}
+                | ({"thread": a.thread_id, "its_step": a.step} if a.via else {})
+                for a in self.answers
+            ],
+            "resume": verdict(self.resume) | {"needs_message": self.resume.needs_message},
+            "cancel": verdict(self.cancel),
+            "fork": verdict(self.fork),
+        }
+
     def answering(self, step: int | None) -> Answerable | None:
         """The answerable step numbered `step` of the top thread (None: the first)."""
         if step is None:
