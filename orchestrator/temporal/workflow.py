@@ -13,8 +13,10 @@ runner (`run/runner.py`) with the same three pure functions of `core/engine.py`:
                                             suspended or waiting: wait for a request
     judge(graph, state, outcome) -> events  append them
 
-Requests from outside are updates, judged by the same `judge`; a refusal (`Refused`) rejects the
-update in its validator, so nothing reaches the history:
+Requests from outside are updates, judged by the same `judge`. Their validators ask
+`allowed()` (core/allowed.py) whether the request may happen now, as every face does (and the
+judge for an answer's text), so a refusal (`Refused`) rejects the update before anything reaches
+the history:
 
     answer(text)                        Answered: a person's reply for the waiting step
     resume(message, limits, graph)      ResumeRequested: with --max-steps, --model, a changed graph
@@ -51,6 +53,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 
 with workflow.unsafe.imports_passed_through():
     from ..core import engine
+    from ..core.allowed import Verdict, allowed
     from ..core.commands import Idle, Record, RunBranches, RunStep, limits_for
     from ..core.events import Event, SuspendKind, ThreadStatus, event_from_dict
     from ..core.outcomes import (
@@ -355,7 +358,11 @@ class ThreadWorkflow:
 
     @answer.validator
     def _answer_ok(self, text: str) -> None:
-        self._check(Answered(text))
+        with host():
+            asked = allowed(self.graph, self.state)
+        if asked.answer is None:
+            raise refusal(Refused(asked.why_no_answer))
+        self._check(Answered(text))  # the text against the waiting role's contract
 
     @workflow.update
     def resume(self, request: ResumeInput) -> str:
@@ -384,7 +391,9 @@ class ThreadWorkflow:
             )
         with host():
             graph = graph_from_snapshot(request.snapshot) if request.snapshot else None
-        self._check(ResumeRequested(request.message), graph)
+            verdict = allowed(graph or self.graph, self.state).resume
+        missing = verdict.needs_message and not (request.message or "").strip()
+        _allowed_or_refused(Verdict(verdict.ok and not missing, verdict.why))
 
     @workflow.update
     def cancel(self, reason: str) -> str:
@@ -394,7 +403,9 @@ class ThreadWorkflow:
 
     @cancel.validator
     def _cancel_ok(self, reason: str) -> None:
-        self._check(CancelRequested(reason))
+        with host():
+            verdict = allowed(self.graph, self.state).cancel
+        _allowed_or_refused(verdict)
 
     @workflow.update
     def interrupt(self) -> str:
@@ -419,6 +430,12 @@ class ThreadWorkflow:
     @workflow.query
     def graph_snapshot(self) -> dict[str, Any]:
         return {"snapshot": self.snapshot, "graph_path": self.graph_path}
+
+
+def _allowed_or_refused(verdict: Verdict) -> None:
+    """An update validator's answer from `allowed()`: a refusal rejects the update."""
+    if not verdict.ok:
+        raise refusal(Refused(verdict.why))
 
 
 def _lost(cause: BaseException | None) -> bool:
