@@ -223,3 +223,56 @@ def test_answer_takes_any_waiting_branch_by_its_step(tmp_path: Path) -> None:
     first = project.run("threads", "answer", thread_id, "--set", "budget=5")
     assert first.returncode == 0, first.stderr
     assert "go with 5" in first.stdout
+
+
+KID = """
+name: kid
+description: A person approves inside a child thread.
+inputs:
+  type: object
+  properties: { task: { type: string } }
+  required: [task]
+roles:
+  boss:
+    description: Approves
+    goal: You approve.
+    actor: human
+    frontmatter:
+      type: object
+      properties: { ok: { type: boolean } }
+      required: [ok]
+graph:
+  $START: { _: { role: boss, prompt: "Approve {{{$inputs.task}}}?" } }
+  boss: { _: { role: $END, ending: approved, prompt: "approved={{{ok}}}" } }
+"""
+
+NESTS = """
+name: nests
+description: Runs kid as a subgraph role.
+roles:
+  approve:
+    description: Runs the child graph
+    graph: kid
+graph:
+  $START: { _: { role: approve, inputs: { task: "{{{$inputs.task}}}" } } }
+  approve: { approved: { role: $END, prompt: "Parent: {{{$body}}}" } }
+"""
+
+
+def test_answer_through_the_parent_reaches_the_person_inside_its_child(tmp_path: Path) -> None:
+    """`threads answer PARENT` answers the person who waits in the subgraph's child (as
+    allowed() lists it): checked against the child's role, recorded there, and the parent
+    continues to its end."""
+    project = Project(tmp_path)
+    project.graph(KID, "kid")
+    project.graph(NESTS, "nests")
+    assert project.run("run", "nests", "owls").returncode == 3
+    parent = next(t["id"] for t in project.threads() if "." not in t["id"])
+    shown = project.run("threads", "show", parent)
+    assert f"orchestrator threads answer {parent} --set ok=..." in shown.stdout
+    refused = project.run("threads", "answer", parent, "--set", "ok=[1]")
+    assert refused.returncode == 1 and "ok" in refused.stderr  # the child's contract
+    answered = project.run("threads", "answer", parent, "--set", "ok=true")
+    assert answered.returncode == 0, answered.stderr
+    assert "Parent: approved=true" in answered.stdout
+    assert get_thread(f"{parent}.1", store=project.store).state == "completed"

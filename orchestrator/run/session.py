@@ -215,7 +215,16 @@ class Session:
         replay: Recording | None = None,
         first: Outcome | None = None,
     ) -> ThreadResult:
-        """Advance the thread as far as it goes; commit its work on its branch if it completes."""
+        """Advance the thread as far as it goes; commit its work on its branch if it completes.
+
+        An answer for a person who waits inside a subgraph's child (`allowed()` lists it through
+        the parent's step) is recorded in that child, and the thread resumed, which continues
+        the child."""
+        if isinstance(first, Answered):
+            leaf_graph, leaf = self.waiting_leaf(graph, thread_id, first.step)
+            if leaf != thread_id:
+                self._record(leaf_graph, leaf, Answered(first.text))
+                first = ResumeRequested()
         if first is not None:  # a resume or an answer the thread would refuse says so first
             engine.judge(graph, self.state(thread_id), first)  # pure: raises Refused
         if replay is None and actor_for is None:  # the roles' own actors: models are called
@@ -288,11 +297,7 @@ class Session:
         """Answer the person's step the thread waits for (`step`: which one, when several
         branches wait). When a subgraph's child (or its child) is what waits, the answer is
         recorded there and the thread resumed, which continues the child."""
-        leaf_graph, leaf = self.waiting_leaf(graph, thread_id, step)
-        if leaf == thread_id:
-            return await self.advance(graph, thread_id, first=Answered(text, step), **kw)
-        self._record(leaf_graph, leaf, Answered(text))
-        return await self.resume(graph, thread_id, **kw)
+        return await self.advance(graph, thread_id, first=Answered(text, step), **kw)
 
     def waiting_leaf(
         self, graph: Graph, thread_id: str, step: int | None = None
