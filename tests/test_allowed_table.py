@@ -205,6 +205,20 @@ ROWS = [
         why="step 2 (nested) waits inside its child thread",
     ),
     Row(
+        "the waiting role is gone from the graph: no answer; resume decides the step again",
+        [
+            *WRITING,
+            wrote("ask"),
+            StepStarted(2, "ghost", "Boo", "writer", "ask"),
+            HumanWaiting(2, "ghost"),
+        ],
+        [],
+        True,
+        True,
+        True,
+        why="no longer has role 'ghost', which step 2 waits for: resume",
+    ),
+    Row(
         "suspended: resume without a message, cancel",
         [*WRITING, ThreadSuspended("down", SuspendKind.PROVIDER, step=1)],
         [],
@@ -302,7 +316,7 @@ def test_allowed_agrees_with_the_judge(graph: Graph, row: Row) -> None:
         events = judge(owner, target, Answered(valid_answer(a), a.step))
         assert isinstance(events[0], StepCommitted) and events[0].step == a.step
     if not answer.answers and not row.no_graph and "inside its child" not in row.why:
-        with pytest.raises(Refused):
+        with pytest.raises(Refused):  # J8: no answer is taken
             judge(graph, state, Answered(reply("yes"), None))
 
     def takes(outcome: Any) -> bool:

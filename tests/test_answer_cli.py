@@ -276,3 +276,23 @@ def test_answer_through_the_parent_reaches_the_person_inside_its_child(tmp_path:
     assert answered.returncode == 0, answered.stderr
     assert "Parent: approved=true" in answered.stdout
     assert get_thread(f"{parent}.1", store=project.store).state == "completed"
+
+
+def test_a_role_the_graph_lost_is_not_answered_but_resumed(tmp_path: Path) -> None:
+    """The moderator takes no answer for a step whose role the graph no longer has (J8) and
+    takes a resume (J17): `threads show` and `threads answer` say to resume, not to answer
+    with a whole reply (which would be refused)."""
+    project, thread_id, _ = waiting(tmp_path)
+    path = project.root / "graphs" / "approve.yaml"
+    path.write_text(path.read_text().replace("boss", "chief"))
+    shown = project.run("threads", "show", thread_id)
+    assert "the graph has no role 'boss' any more" in shown.stdout
+    assert (
+        f"orchestrator threads resume {thread_id}" in shown.stdout and "--file" not in shown.stdout
+    )
+    refused = project.run("threads", "answer", thread_id, "--file", "-", input=PROPOSAL)
+    assert refused.returncode == 2
+    assert "no longer has role 'boss', which step 2 waits for: resume" in refused.stderr
+    resumed = project.run("threads", "resume", thread_id)
+    assert resumed.returncode == 3, resumed.stderr  # decided again: the renamed role waits
+    assert f"orchestrator threads answer {thread_id} --status yes" in resumed.stderr

@@ -4,6 +4,11 @@ Two people wait in the branches of one fan-out: the page shows one answer card p
 step (the moderator takes an answer for either), no Resume (a waiting thread is answered,
 J15), and Cancel. The second branch is answered first through its own form; the page then
 offers the first branch's form alone, and answering it completes the thread.
+
+A thread waits for a role its graph no longer has (the file was edited): the moderator refuses
+any answer for it (J8) and takes a resume, which decides the step again (J17). The page used to
+send the person to `threads answer --file`, which is refused; it now says why no answer can be
+given and offers Resume, which continues the thread under the changed graph.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from playwright.sync_api import expect
 from orchestrator.core.events import StepCommitted
 from orchestrator.run.session import Session, open_store
 from tests.cli_helpers import Project
-from tests.test_answer_cli import TWO_PEOPLE
+from tests.test_answer_cli import PROPOSAL, TWO_PEOPLE
+from tests.test_threads_cli import HUMAN_GRAPH
 from tests.web_helpers import chromium, served
 
 expect.set_options(timeout=15_000)
@@ -65,3 +71,28 @@ def test_each_waiting_branch_has_its_own_form_and_either_may_go_first(
     session = Session(open_store(project.store, readonly=True))
     commits = [s.event for s in session.events(thread_id) if isinstance(s.event, StepCommitted)]
     assert [(c.step, c.role) for c in commits] == [(2, "chief"), (1, "boss")]  # the second first
+
+
+def test_a_thread_waiting_for_a_role_the_graph_lost_offers_resume_not_an_answer(
+    tmp_path: Path, page: Any
+) -> None:
+    project = Project(tmp_path)
+    path = project.graph(HUMAN_GRAPH, "approve")
+    project.script(worker=[PROPOSAL])
+    assert project.run("run", "approve", "owls").returncode == 3
+    thread_id = project.threads()[0]["id"]
+    path.write_text(path.read_text().replace("boss", "chief"))  # the role is renamed
+    with served(project.store, env=project.env()) as server:
+        page.goto(server.at(f"threads/{thread_id}"))
+        expect(page.locator(".facts [data-state]")).to_have_text("waiting")
+        expect(page.locator(".question")).to_have_count(0)
+        expect(page.locator("body")).not_to_contain_text("--file")
+        expect(page.locator('[data-answer="none"]')).to_contain_text(
+            "no longer has role 'boss', which step 2 waits for"
+        )
+        resume = page.locator("form.resume")
+        expect(resume).to_have_count(1)
+        resume.locator("button").click()
+        question = page.locator('.question[data-step="2"]')
+        expect(question).to_contain_text("as chief")
+        expect(question.locator("pre.prompt")).to_have_text("Approve? buy owls")

@@ -7,7 +7,8 @@ at once, as an `Allowed`:
 
 - `answers`: the steps a person may answer now, each with its contract (the role's statuses and
   its output schema): the step in flight of a waiting thread, or each waiting branch of a
-  fan-out (J8, J9: an answer names its step, else the first). A subgraph role's step waits
+  fan-out (J8, J9: an answer names its step, else the first); not a step whose role the graph
+  no longer has (J8 refuses any answer; a resume decides it again). A subgraph role's step waits
   for a person inside its child thread: pass the child's own `allowed()` in `children` (by the
   parent's step) and its answers are listed here, reached `via` that step; without it the step
   is not answerable here (its contract is the child's role, not the subgraph role's).
@@ -61,7 +62,7 @@ class Answerable:
     thread_id: str  # the thread that holds the step: this one, or a subgraph's child
     step: int  # its step number in that thread
     role_name: str
-    role: Role | None  # None when the graph no longer has the role: any answer is refused (J8)
+    role: Role
     prompt: str  # the question
     inputs: dict[str, Any] = field(default_factory=dict)  # that thread's inputs
     branch: int | None = None  # a waiting branch of a fan-out: its index
@@ -70,12 +71,12 @@ class Answerable:
     @property
     def statuses(self) -> tuple[str, ...]:
         """The statuses an answer may carry ("_" for a role without statuses)."""
-        return tuple(self.role.contract.statuses) if self.role is not None else ()
+        return tuple(self.role.contract.statuses)
 
     @property
     def schema(self) -> dict[str, Any]:
         """The role's output schema (its frontmatter's JSON Schema)."""
-        return dict(self.role.frontmatter) if self.role is not None else {}
+        return dict(self.role.frontmatter)
 
     @property
     def top_step(self) -> int:
@@ -164,20 +165,26 @@ def _answers(
     if graph is None:
         return (), f"the graph of thread {tid} cannot be read, so no answer can be checked"
     answers: list[Answerable] = []
-    inside: list[str] = []
+    withheld: list[str] = []
     for f in waiting:
         role = graph.roles.get(f.role)
-        if role is not None and role.graph is not None:  # a person waits inside its child
+        if role is None:  # J8 refuses any answer; a resume decides the step again (J17)
+            withheld.append(
+                f"the graph no longer has role '{f.role}', which step {f.step} waits for: "
+                "resume the thread to decide the step again"
+            )
+            continue
+        if role.graph is not None:  # a person waits inside its child
             child = children.get(f.step)
             if child is None or not child.answers:
-                inside.append(f"step {f.step} ({f.role}) waits inside its child thread")
+                withheld.append(f"step {f.step} ({f.role}) waits inside its child thread")
                 continue
             answers += [replace(a, via=(f.step, *a.via)) for a in child.answers]
             continue
         answers.append(
             Answerable(tid, f.step, f.role, role, f.prompt, dict(state.inputs), f.branch)
         )
-    return tuple(answers), "; ".join(inside)
+    return tuple(answers), "; ".join(withheld)
 
 
 def _resume(graph: Graph | None, state: ThreadState) -> Verdict:

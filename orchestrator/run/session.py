@@ -423,7 +423,11 @@ class Session:
         graph = graph or self._graph_quietly(row)
         if graph is None:  # no graph to read the role from: the question, without its forms
             return question_of(self.state(row.id), {})
-        return question_for(self.allowed(row.id, graph), step)
+        asked = question_for(self.allowed(row.id, graph), step)
+        if asked is None and step is None:  # a role the graph lost: the question, no forms
+            lost = question_of(self.state(row.id), graph.roles)
+            return lost if lost is not None and lost.role is None else None
+        return asked
 
     def check_answer(
         self, graph: Graph, thread_id: str, text: str, step: int | None = None

@@ -133,12 +133,7 @@ def _outcome(
         if question is not None:
             mine = answer if answer is not None and answer.step in (None, question.step) else None
             out.append(_question(question, mine))
-    if state.status == ThreadStatus.WAITING and any(a.role is None for a in allowed.answers):
-        out.append(
-            "<p>The graph no longer has the waiting role; answer with a whole reply: "
-            f"<code>orchestrator threads answer {esc(row.id)} --file REPLY.md</code></p>"
-        )
-    elif state.status == ThreadStatus.WAITING and not allowed.answers:
+    if state.status == ThreadStatus.WAITING and not allowed.answers:
         out.append(f'<p class="note" data-answer="none">{esc(allowed.why_no_answer)}</p>')
     out.append(_actions(row, allowed, running_here))
     return "".join(out)
