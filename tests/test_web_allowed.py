@@ -96,3 +96,39 @@ def test_a_thread_waiting_for_a_role_the_graph_lost_offers_resume_not_an_answer(
         question = page.locator('.question[data-step="2"]')
         expect(question).to_contain_text("as chief")
         expect(question.locator("pre.prompt")).to_have_text("Approve? buy owls")
+
+
+def test_a_hostile_step_in_an_answer_post_is_no_server_error(tmp_path: Path) -> None:
+    """The answer form's hidden `step` comes from the browser: a non-ASCII digit or a number
+    too long for int() is read as no step (the first waiting one, checked by the moderator),
+    never a 500; a step that does not wait is refused with the page's notice (409)."""
+    import urllib.error  # why: only this test posts without a browser
+    import urllib.parse
+    import urllib.request
+
+    project = Project(tmp_path)
+    project.graph(TWO_PEOPLE, "two")
+    assert project.run("run", "two", "owls").returncode == 3
+    thread_id = project.threads()[0]["id"]
+
+    def post(step: str) -> tuple[int, str]:
+        body = urllib.parse.urlencode({"step": step, "status": "_", "field.budget": "x"})
+        request = urllib.request.Request(
+            server.at(f"threads/{thread_id}/answer").split("?")[0],
+            data=body.encode(),
+            headers=server.headers(**{"Content-Type": "application/x-www-form-urlencoded"}),
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    with served(project.store, env=project.env()) as server:
+        for hostile in ("²", "9" * 5000):
+            status, page = post(hostile)
+            assert status == 422, (status, page[:300])  # read as the first step: budget refused
+            assert "does not fit the role" in page
+        status, page = post("7")  # control: a step that does not wait
+        assert status == 409 and "no longer waits for this answer" in page

@@ -211,7 +211,10 @@ class Web:
         if isinstance(row, Response):
             return row
         data = await _form(request)
-        step = int(data["step"]) if data.get("step", "").isdigit() else None
+        # The form's hidden step, as sent: ASCII digits of a sane length, else no step (a
+        # hostile "²" or 5,000 digits must not reach int()).
+        said = data.get("step", "")
+        step = int(said) if said.isascii() and said.isdigit() and len(said) <= 12 else None
         question = await self.read(self.reader.question, row.id, None, step)
         if question is None:
             return await self._thread_page(
