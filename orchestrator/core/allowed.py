@@ -219,14 +219,3 @@ def _retry(state: ThreadState, resume: Verdict) -> Verdict:
     if state.status != ThreadStatus.SUSPENDED or state.suspend_kind not in TRANSIENT:
         return Verdict(False, f"thread {state.thread_id} is not suspended by a passing failure")
     return resume
-
-
-# The questions one at a time, for callers that need only one of them.
-
-
-def can_resume(graph: Graph | None, state: ThreadState) -> Verdict:
-    return _resume(graph, state)
-
-
-def can_cancel(state: ThreadState) -> Verdict:
-    return _cancel(state)
