@@ -1,14 +1,15 @@
 """`core/allowed.py`: what may be done to a thread is the moderator's judge's answer.
 
 Threads are simulated (the real engine on an in-memory store); their logs are folded to the
-state the faces read, and `can_resume` / `can_cancel` are compared with what the judge does.
+state the faces read, and what `allowed()` says of resume and cancel is compared with what the
+judge does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from orchestrator.core.allowed import can_cancel, can_resume
+from orchestrator.core.allowed import Verdict, allowed
 from orchestrator.core.engine import judge
 from orchestrator.core.events import ThreadCancelled
 from orchestrator.core.fold import apply, fold
@@ -41,11 +42,11 @@ def test_a_completed_thread_resumes_with_the_message_its_resume_edge_reads(
     graph = make_graph(REVIEW_LOOP)
     state = state_of(graph, [reply("stuck", question="what?")])
     assert str(state.status) == "completed"
-    verdict = can_resume(graph, state)
+    verdict = allowed(graph, state).resume
     assert verdict.ok and verdict.needs_message
     assert "--message" in verdict.why
     assert judged(graph, state, "go on") and not judged(graph, state, None)
-    assert not can_cancel(state).ok
+    assert not allowed(graph, state).cancel.ok
 
 
 def test_a_resume_edge_testing_its_message_needs_none(make_graph: MakeGraph) -> None:
@@ -55,15 +56,15 @@ def test_a_resume_edge_testing_its_message_needs_none(make_graph: MakeGraph) -> 
     )
     graph = make_graph(REVIEW_LOOP.replace(RESUME_EDGE, optional))
     state = state_of(graph, [reply("stuck", question="what?")])
-    assert can_resume(graph, state) == (True, False, "")
+    assert allowed(graph, state).resume == Verdict(True)
 
 
 def test_a_completed_thread_without_a_resume_edge_cannot_resume(make_graph: MakeGraph) -> None:
     assert RESUME_EDGE in REVIEW_LOOP
     graph = make_graph(REVIEW_LOOP.replace(RESUME_EDGE, ""))
     state = state_of(graph, [reply("stuck", question="what?")])
-    ok, needs_message, why = can_resume(graph, state)
-    assert not ok and not needs_message and "`$START.resume`" in why
+    verdict = allowed(graph, state).resume
+    assert not verdict.ok and not verdict.needs_message and "`$START.resume`" in verdict.why
     assert not judged(graph, state, "go on")
 
 
@@ -73,10 +74,11 @@ def test_a_suspended_thread_resumes_and_cancels_a_cancelled_one_neither(
     graph = make_graph(REVIEW_LOOP)
     state = state_of(graph, [])  # the scripted replies run out: suspended
     assert str(state.status) == "suspended"
-    assert can_resume(graph, state) == (True, False, "")
-    assert can_cancel(state).ok
-    assert not can_resume(None, state).ok  # no graph, no judge: nothing offered
+    assert allowed(graph, state).resume == Verdict(True)
+    assert allowed(graph, state).cancel.ok
+    assert not allowed(None, state).resume.ok  # no graph, no judge: nothing offered
 
     cancelled = apply(state, ThreadCancelled("enough"))
-    assert not can_resume(graph, cancelled).ok
-    assert not can_cancel(cancelled).ok and "already cancelled" in can_cancel(cancelled).why
+    assert not allowed(graph, cancelled).resume.ok
+    refused = allowed(graph, cancelled).cancel
+    assert not refused.ok and "already cancelled" in refused.why

@@ -164,3 +164,135 @@ def test_answer_takes_a_person_waiting_inside_a_parallel_branch(tmp_path: Path) 
     answered = project.run("threads", "answer", thread_id, "--status", "yes", "--set", "budget=5")
     assert answered.returncode == 0, answered.stderr
     assert "buy owls with 5" in answered.stdout
+
+
+TWO_PEOPLE = """
+name: two
+description: Two people answer side by side.
+roles:
+  boss:
+    description: Sets the budget
+    goal: You decide.
+    actor: human
+    frontmatter:
+      type: object
+      properties: { budget: { type: integer } }
+      required: [budget]
+  chief:
+    description: Approves
+    goal: You approve.
+    actor: human
+    frontmatter:
+      type: object
+      properties: { $status: { const: yes }, note: { type: string } }
+      required: [$status, note]
+graph:
+  $START:
+    _:
+      parallel:
+        - { role: boss, prompt: "Budget for {{{$inputs.task}}}?" }
+        - { role: chief, prompt: "Approve {{{$inputs.task}}}?" }
+      join: { role: $END, prompt: "{{{$steps.chief.note}}} with {{{$steps.boss.budget}}}" }
+"""
+
+
+def test_answer_takes_any_waiting_branch_by_its_step(tmp_path: Path) -> None:
+    """Two branches wait for people: the moderator lists both (`allowed()`), `threads show`
+    says which `--step` each answer names, and `threads answer --step` answers the second
+    branch first; the thread waits for the other, then completes with both answers."""
+    project = Project(tmp_path)
+    project.graph(TWO_PEOPLE, "two")
+    out = project.run("run", "two", "owls")
+    assert out.returncode == 3, out.stderr
+    thread_id = project.threads()[0]["id"]
+    shown = project.run("threads", "show", thread_id)
+    assert f"orchestrator threads answer {thread_id} --step 1 --set budget=..." in shown.stdout
+
+    wrong = project.run("threads", "answer", thread_id, "--step", "9", "--set", "budget=5")
+    assert wrong.returncode != 0 and "step 9" in wrong.stderr
+    assert "these do: 1, 2" in wrong.stderr
+
+    second = project.run(
+        "threads", "answer", thread_id, "--step", "2", "--status", "yes", "--set", "note=go"
+    )
+    assert second.returncode == 3, second.stderr  # the first branch still waits
+    thread = get_thread(thread_id, store=project.store)
+    assert thread.state == "waiting"
+    assert [s.role for s in thread.steps if s.committed] == ["chief"]
+    # An answer naming no step goes to the step still waiting: the boss's.
+    first = project.run("threads", "answer", thread_id, "--set", "budget=5")
+    assert first.returncode == 0, first.stderr
+    assert "go with 5" in first.stdout
+
+
+KID = """
+name: kid
+description: A person approves inside a child thread.
+inputs:
+  type: object
+  properties: { task: { type: string } }
+  required: [task]
+roles:
+  boss:
+    description: Approves
+    goal: You approve.
+    actor: human
+    frontmatter:
+      type: object
+      properties: { ok: { type: boolean } }
+      required: [ok]
+graph:
+  $START: { _: { role: boss, prompt: "Approve {{{$inputs.task}}}?" } }
+  boss: { _: { role: $END, ending: approved, prompt: "approved={{{ok}}}" } }
+"""
+
+NESTS = """
+name: nests
+description: Runs kid as a subgraph role.
+roles:
+  approve:
+    description: Runs the child graph
+    graph: kid
+graph:
+  $START: { _: { role: approve, inputs: { task: "{{{$inputs.task}}}" } } }
+  approve: { approved: { role: $END, prompt: "Parent: {{{$body}}}" } }
+"""
+
+
+def test_answer_through_the_parent_reaches_the_person_inside_its_child(tmp_path: Path) -> None:
+    """`threads answer PARENT` answers the person who waits in the subgraph's child (as
+    allowed() lists it): checked against the child's role, recorded there, and the parent
+    continues to its end."""
+    project = Project(tmp_path)
+    project.graph(KID, "kid")
+    project.graph(NESTS, "nests")
+    assert project.run("run", "nests", "owls").returncode == 3
+    parent = next(t["id"] for t in project.threads() if "." not in t["id"])
+    shown = project.run("threads", "show", parent)
+    assert f"orchestrator threads answer {parent} --set ok=..." in shown.stdout
+    refused = project.run("threads", "answer", parent, "--set", "ok=[1]")
+    assert refused.returncode == 1 and "ok" in refused.stderr  # the child's contract
+    answered = project.run("threads", "answer", parent, "--set", "ok=true")
+    assert answered.returncode == 0, answered.stderr
+    assert "Parent: approved=true" in answered.stdout
+    assert get_thread(f"{parent}.1", store=project.store).state == "completed"
+
+
+def test_a_role_the_graph_lost_is_not_answered_but_resumed(tmp_path: Path) -> None:
+    """The moderator takes no answer for a step whose role the graph no longer has (J8) and
+    takes a resume (J17): `threads show` and `threads answer` say to resume, not to answer
+    with a whole reply (which would be refused)."""
+    project, thread_id, _ = waiting(tmp_path)
+    path = project.root / "graphs" / "approve.yaml"
+    path.write_text(path.read_text().replace("boss", "chief"))
+    shown = project.run("threads", "show", thread_id)
+    assert "the graph has no role 'boss' any more" in shown.stdout
+    assert (
+        f"orchestrator threads resume {thread_id}" in shown.stdout and "--file" not in shown.stdout
+    )
+    refused = project.run("threads", "answer", thread_id, "--file", "-", input=PROPOSAL)
+    assert refused.returncode == 2
+    assert "no longer has role 'boss', which step 2 waits for: resume" in refused.stderr
+    resumed = project.run("threads", "resume", thread_id)
+    assert resumed.returncode == 3, resumed.stderr  # decided again: the renamed role waits
+    assert f"orchestrator threads answer {thread_id} --status yes" in resumed.stderr

@@ -39,6 +39,7 @@ from orchestrator.core.outcomes import (
     CancelRequested,
     Interrupted,
     NeedsPerson,
+    PreconditionFailed,
     Refused,
     Replied,
     ResumeRequested,
@@ -384,6 +385,12 @@ JUDGE = [
         WRITING,
         ActorFailed(1, "529 overloaded", SuspendKind.PROVIDER, cost_usd=0.1),
         [(ThreadSuspended, {"kind": SuspendKind.PROVIDER, "step": 1, "cost_usd": 0.1})],
+    ),
+    JudgeRow(
+        "J6b a precondition of the role does not hold",
+        WRITING,
+        PreconditionFailed(1, ("set TOKEN first",)),
+        [(ThreadSuspended, {"kind": SuspendKind.PRECONDITION, "step": 1})],
     ),
     JudgeRow(
         "J7 a person must answer", PERSON_IN_FLIGHT, NeedsPerson(2), [(HumanWaiting, {"step": 2})]

@@ -1,5 +1,6 @@
-"""The pure moderator's rules for fan-outs and subgraphs, table-driven (A10-A12, D9-D14, J15,
-J18, J19 of the theory of operation in orchestrator/core/engine.py). No store, no actor."""
+"""The pure moderator's rules for fan-outs and subgraphs, table-driven (A10-A12, D9-D14, J8,
+J9, J15, J18, J19 of the theory of operation in orchestrator/core/engine.py). No store, no
+actor."""
 
 from __future__ import annotations
 
@@ -28,7 +29,14 @@ from orchestrator.core.events import (
     ThreadStatus,
     ThreadSuspended,
 )
-from orchestrator.core.outcomes import ActorFailed, ChildEnded, Replied, ResumeRequested
+from orchestrator.core.outcomes import (
+    ActorFailed,
+    Answered,
+    ChildEnded,
+    Refused,
+    Replied,
+    ResumeRequested,
+)
 from orchestrator.core.state import ThreadState
 from orchestrator.definition.loader import load_graph
 from orchestrator.definition.models import Graph
@@ -162,6 +170,19 @@ def judges(outcome: Any, cls: type[Event], **attrs: Any) -> Callable[[Graph, Thr
     return check
 
 
+def refuses(outcome: Any, words: str) -> Callable[[Graph, ThreadState], bool]:
+    def check(g: Graph, s: ThreadState) -> bool:
+        try:
+            judge(g, s, outcome)
+        except Refused as exc:
+            return words in exc.message
+        return False
+
+    return check
+
+
+PERSON_WAITS = [*TWO_RUNNING, HumanWaiting(3, "person"), done(2), branch(4), done(4)]
+
 ROWS = [
     Row(
         "A10 a fan-out: branch i is step first+i",
@@ -225,7 +246,7 @@ ROWS = [
         ),
     ),
     Row(
-        "D10 for_each over no list",
+        "D10b for_each over no list",
         [START, *lead("each", items=None)],
         records(ThreadSuspended, kind=SuspendKind.TEMPLATE),
     ),
@@ -236,7 +257,7 @@ ROWS = [
     ),
     Row("D9 the first branch starts", FANNED, records(StepStarted, step=2, branch=0, prompt="W1")),
     Row(
-        "D9 max_parallel reached: the running branches",
+        "D9b max_parallel reached: the running branches",
         TWO_RUNNING,
         decides(lambda c: isinstance(c, RunBranches) and [r.step for r in c.steps] == [2, 3]),
     ),
@@ -246,7 +267,7 @@ ROWS = [
         decides(lambda c: isinstance(c, RunBranches) and [r.step for r in c.steps] == [3]),
     ),
     Row(
-        "D12 a branch failed, none runs: suspended with its kind",
+        "D12b a branch failed, none runs: suspended with its kind",
         [*TWO_RUNNING, BranchFailed(2, "bad", SuspendKind.REPAIRS), done(3, "person")],
         records(ThreadSuspended, kind=SuspendKind.REPAIRS, step=2),
     ),
@@ -290,6 +311,16 @@ ROWS = [
             HumanWaiting(5, "nested"),
         ],
         judges(ResumeRequested(), ThreadResumed),
+    ),
+    Row(
+        "J9 an answer naming a waiting branch's step commits that branch",
+        PERSON_WAITS,
+        judges(Answered(reply(out="yes"), step=3), StepCommitted, step=3, role="person"),
+    ),
+    Row(
+        "J8 an answer naming a step that does not wait is refused",
+        PERSON_WAITS,
+        refuses(Answered(reply(out="yes"), step=2), "step 2 of thread T does not wait"),
     ),
     Row(
         "J1 a branch's late reply after it failed: nothing",

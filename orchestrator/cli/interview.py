@@ -39,9 +39,9 @@ def ask_in_terminal(session: ThreadSession, graph: Graph, question: Question) ->
     waiting, as it was.
     """
     if question.role is None:
-        fail(
-            f"the graph has no role '{question.role_name}' any more; answer with a whole reply: "
-            f"orchestrator threads answer {question.thread_id} --file REPLY.md"
+        fail(  # no answer is taken for it (J8); a resume decides the step again
+            f"the graph has no role '{question.role_name}' any more; resume the thread to "
+            f"decide the step again: orchestrator threads resume {question.thread_id}"
         )
     actor = HumanActor(show=click.echo)
     attempts: tuple[Attempt, ...] = ()
@@ -57,7 +57,7 @@ def ask_in_terminal(session: ThreadSession, graph: Graph, question: Question) ->
             )
             sys.exit(EXIT_WAITING)
         try:
-            errors = session.check_answer(graph, question.thread_id, text)
+            errors = session.check_answer(graph, question.thread_id, text, question.step)
         except Refused as exc:
             fail_error(exc)
         if not errors:

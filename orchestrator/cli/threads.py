@@ -21,6 +21,7 @@ from ..errors import OrchestratorError
 from ..extract import format_reply
 from ..run.options import RunOptions
 from ..run.session import SessionError
+from ..run.waiting import question_for
 from ..store.base import StoredEvent, ThreadRow
 from ..views.plural import plural
 from ..views.story import story_json, story_text
@@ -231,6 +232,12 @@ def resume(
     default=None,
     help="A whole reply (frontmatter and body); - reads stdin.",
 )
+@click.option(
+    "--step",
+    type=int,
+    default=None,
+    help="The waiting step to answer, when several wait (parallel branches); default: the first.",
+)
 @click.option("--graph", "graph_arg", default=None)
 @store_option
 @temporal_option
@@ -240,6 +247,7 @@ def answer(
     status: str | None,
     assignments: tuple[str, ...],
     reply_file: Path | None,
+    step: int | None,
     graph_arg: str | None,
     store_dir: Path | None,
     temporal: str | None,
@@ -253,15 +261,19 @@ def answer(
     session = _session(store_dir, temporal)
     row = _row(session, thread_id)
     graph = _graph_for(session, row, graph_arg)
-    # What waits, and with which contract, is the moderator's view of the thread (a person in
-    # a parallel branch waits with no step in flight): asked, not re-derived here.
+    # Which steps may be answered, and with which contract, is the moderator's answer
+    # (`allowed()`: a person in a parallel branch, or inside a subgraph's child): asked, not
+    # re-derived here.
     try:
-        question = session.question(row.id, graph)
-        state = session.state(row.id)
+        asked = session.allowed(row.id, graph)
     except SessionError as exc:
         fail_session(exc)
+    question = question_for(asked, step)
     if question is None:
-        fail(f"thread {row.id} is {state.status}, not waiting for an answer")
+        if step is not None and asked.answers:
+            steps = ", ".join(str(a.top_step) for a in asked.answers)
+            fail(f"step {step} of thread {row.id} does not wait for an answer (these do: {steps})")
+        fail(asked.why_no_answer)
     role = question.role
     if reply_file is not None:
         if status or assignments:
@@ -282,7 +294,8 @@ def answer(
         }
         text = format_reply(status, fields)
     options = RunOptions(interactive=sys.stdin.isatty() and not as_json)
-    sys.exit(drive(session, graph, row.id, options, as_json, first=Answered(text)))
+    first = Answered(text, question.step)
+    sys.exit(drive(session, graph, row.id, options, as_json, first=first))
 
 
 @threads.command("cancel")

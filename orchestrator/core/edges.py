@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..definition.models import RESUME, START, Edge, Graph, Target
+from ..definition.models import RESUME, SINGLE_EXIT, START, Edge, Graph, Target
 from .checks import location_problem, suspend
 from .commands import Record
+from .context import guard_names
 from .events import SuspendKind
+from .guards import GuardError, evaluate
+from .state import ThreadState
 from .templates import (
     TemplateEmptyError,
     TemplateSyntaxError,
@@ -99,3 +102,45 @@ def missing_edge(graph: Graph, source: str, status: str) -> Record:
         f"(edges of '{source}': {known}); fix the graph and resume",
         SuspendKind.GRAPH,
     )
+
+
+def choose_edge(
+    graph: Graph, state: ThreadState, source: str, status: str
+) -> tuple[int, Edge] | Record:
+    """The first edge whose guard holds, else the default (the last); D4 and D4b."""
+    edges = graph.edges(source, status)
+    if not edges:
+        return missing_edge(graph, source, status)
+    if len(edges) == 1 and edges[0].when is None:
+        return 0, edges[0]
+    names = guard_names(graph, state, source)
+    for option, edge in enumerate(edges):
+        if edge.when is None:
+            return option, edge
+        try:
+            if evaluate(edge.when, names):
+                return option, edge
+        except GuardError as exc:
+            return suspend(
+                f"edge {source} --{status}"  # a `parallel` edge has no role: no arrow
+                + (f"--> {edge.role}" if edge.role is not None else "")
+                + f" (edge {option + 1} of "
+                f"{len(edges)}): its guard `{edge.when}` failed: {exc}",
+                SuspendKind.GUARD,
+            )
+    return suspend(  # `validate` reports this as guard-no-default
+        f"no edge for status '{status}' of '{source}' has a guard that holds, and the last one "
+        "has a `when` too (the last edge of a list must be the default, without `when`)",
+        SuspendKind.GRAPH,
+    )
+
+
+def next_edge_key(state: ThreadState) -> tuple[str, str]:
+    """The edge key the next step leaves by: the last committed step's, $START's at first
+    or when an ended thread is resumed."""
+    last = state.last
+    if last is None:
+        return START, SINGLE_EXIT
+    if state.resume_from_end:
+        return START, RESUME
+    return last.role, last.status

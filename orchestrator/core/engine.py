@@ -21,6 +21,8 @@ steps that should be running now. The session layer turns requests (answer, resu
 outcomes, and the runner reports an interruption as one. None of them decides anything. (What an
 executor turns into ActorFailed itself is I/O it alone sees: a location that escapes through a
 symbolic link or cannot be made, inputs a child's graph refuses, an actor's unexpected error.)
+What may happen now (answer which step, resume, cancel, fork) is asked of `allowed.allowed`,
+which asks `judge`; every face asks it.
 
 apply: the states
     A1 ThreadStarted            -> running
@@ -77,14 +79,14 @@ decide: on a thread that is not running                                      D1 
           else                                                               D8 Record(StepStarted)
           it fans out (`parallel`, `for_each`): every branch rendered from
           the output that fanned out (a `for_each` item under `as`); a
-          `for_each` that names no list                                      D10 Record(Suspended: template)
+          `for_each` that names no list                                      D10b Record(Suspended: template)
           the fan-out's steps over max_steps (a role counts one visit), or
           max_visits or max_cost_usd reached                                 D11 Record(Suspended: limit)
           else                                                               D10 Record(BranchesStarted)
         a fan-out in progress (fanout.py): a branch failed and others run   D12 RunBranches(the running)
-          a branch failed and none runs                                      D12 Record(Suspended: its kind)
+          a branch failed and none runs                                      D12b Record(Suspended: its kind)
           a branch not started and fewer than max_parallel running           D9 Record(StepStarted(branch))
-          branches running                                                   D9 RunBranches(the running)
+          branches running                                                   D9b RunBranches(the running)
           only branches waiting for a person                                 D13 Idle
           every branch committed: the join edge, as D5-D8, seeing $branches and the output
           that fanned out                                                    D14 Record(StepStarted(join)
@@ -118,8 +120,10 @@ judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed,
     ChildEnded(ending) (a subgraph's child reached an ending)                J19 StepCommitted(status:
                                                                                  the ending)
     of a branch, a suspension of J3, J4, J6 or J6b fails the branch alone    J18 BranchFailed
-    Answered (a person's answer from outside): refused unless the thread is waiting for a role
-          the graph still has (at a subgraph step: S5), refused with the errors when invalid
+    Answered (a person's answer from outside, for the step it names, else the first that waits):
+          refused unless the thread is waiting and that step waits (a step in flight, or a
+          waiting branch) for a role the graph still has (at a subgraph step: S5), refused with
+          the errors when invalid
           (nothing recorded)                                                 J8 Refused
           else as Replied                                                    J9 StepCommitted / Suspended: role
     Interrupted (Ctrl-C, a cancelled task) on a running thread: a human step
@@ -142,7 +146,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..definition.models import END, RESUME, SINGLE_EXIT, START, SUSPEND, Edge, Graph, Join
+from ..definition.models import END, SUSPEND, Edge, Graph, Join
 from ..extract import ExtractError
 from . import fanout
 from .checks import (
@@ -153,8 +157,8 @@ from .checks import (
     suspend,
 )
 from .commands import Command, Idle, Limits, Record, limits_for
-from .context import guard_names, template_context
-from .edges import missing_edge, render_edge, render_one
+from .context import template_context
+from .edges import choose_edge, next_edge_key, render_edge, render_one
 from .events import (
     AttemptRejected,
     BranchFailed,
@@ -170,7 +174,6 @@ from .events import (
 )
 from .fold import apply as apply
 from .fold import fold as fold
-from .guards import GuardError, evaluate
 from .outcomes import (
     ActorFailed,
     Answered,
@@ -186,13 +189,13 @@ from .outcomes import (
 )
 from .resume import judge_resume
 from .state import InFlight, ThreadState
-from .subgraph import step_command, waiting_child
+from .subgraph import child_id, step_command
 
 # --------------------------------------------------------------------------- decide
 
 
 def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Command:
-    """The next command for a thread. Pure: same graph and state, same command. D1-D14."""
+    """The next command for a thread. Pure: same graph and state, same command. The D rules."""
     if state.status != ThreadStatus.RUNNING:
         return Idle(state.status)
     limits = limits or limits_for(graph)
@@ -207,8 +210,8 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
         command = fanout.next_branch_command(graph, state, limits)
         return command if command is not None else _take_join(graph, state, limits)
 
-    source, status = _next_edge_key(state)
-    chosen = _choose_edge(graph, state, source, status)
+    source, status = next_edge_key(state)
+    chosen = choose_edge(graph, state, source, status)
     if isinstance(chosen, Record):
         return chosen
     option, edge = chosen
@@ -283,51 +286,11 @@ def _take_join(graph: Graph, state: ThreadState, limits: Limits) -> Command:
     return _take(graph, state, limits, label, edge.join, context, start)
 
 
-def _choose_edge(
-    graph: Graph, state: ThreadState, source: str, status: str
-) -> tuple[int, Edge] | Record:
-    """The first edge whose guard holds, else the default (the last); D4 and D4b."""
-    edges = graph.edges(source, status)
-    if not edges:
-        return missing_edge(graph, source, status)
-    if len(edges) == 1 and edges[0].when is None:
-        return 0, edges[0]
-    names = guard_names(graph, state, source)
-    for option, edge in enumerate(edges):
-        if edge.when is None:
-            return option, edge
-        try:
-            if evaluate(edge.when, names):
-                return option, edge
-        except GuardError as exc:
-            return suspend(
-                f"edge {source} --{status}"  # a `parallel` edge has no role: no arrow
-                + (f"--> {edge.role}" if edge.role is not None else "")
-                + f" (edge {option + 1} of "
-                f"{len(edges)}): its guard `{edge.when}` failed: {exc}",
-                SuspendKind.GUARD,
-            )
-    return suspend(  # `validate` reports this as guard-no-default
-        f"no edge for status '{status}' of '{source}' has a guard that holds, and the last one "
-        "has a `when` too (the last edge of a list must be the default, without `when`)",
-        SuspendKind.GRAPH,
-    )
-
-
-def _next_edge_key(state: ThreadState) -> tuple[str, str]:
-    last = state.last
-    if last is None:
-        return START, SINGLE_EXIT
-    if state.resume_from_end:
-        return START, RESUME
-    return last.role, last.status
-
-
 # --------------------------------------------------------------------------- judge
 
 
 def judge(graph: Graph | None, state: ThreadState, outcome: Outcome) -> list[Event]:
-    """The events that record `outcome`. Pure. Rules J1-J19 (and S5) of the theory of operation.
+    """The events that record `outcome`. Pure. The J rules (and S5) of the theory of operation.
 
     `graph` may be None for a cancel, whose rules look at the state only (so a thread whose
     graph file is gone or broken can still be cancelled).
@@ -485,8 +448,14 @@ def _judge_answer(graph: Graph, state: ThreadState, outcome: Answered) -> list[E
     f = state.waiting_for
     if f is None:
         raise Refused(f"thread {state.thread_id} is {state.status}, not waiting for an answer")
-    if (inside := waiting_child(graph, state)) is not None:  # S5: the child's answer
-        raise Refused(f"step {f.step} ({f.role}) waits inside child thread {inside[0]}: answer it")
+    if outcome.step is not None and outcome.step != f.step:
+        f = state.flight(outcome.step)
+        if f is None or not f.waiting:  # J8
+            tid = state.thread_id
+            raise Refused(f"step {outcome.step} of thread {tid} does not wait for an answer")
+    if graph.subgraph(f.role) is not None:  # S5: a person inside the child answers there
+        inside = child_id(state.thread_id, f.step)
+        raise Refused(f"step {f.step} ({f.role}) waits inside child thread {inside}: answer it")
     role = graph.roles.get(f.role)
     if role is None:
         raise Refused(f"the graph no longer has role '{f.role}', which step {f.step} waits for")

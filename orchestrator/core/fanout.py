@@ -23,7 +23,7 @@ Rendered = dict[str, Any]  # a branch as BranchesStarted keeps it: role, prompt,
 
 
 def for_each_items(edge: Edge, context: dict[str, Any]) -> list[Any] | str:
-    """The list a `for_each` edge iterates over, or why there is none (D10)."""
+    """The list a `for_each` edge iterates over, or why there is none (D10b)."""
     assert edge.for_each is not None
     value: Any = context
     for part in edge.for_each.split("."):
@@ -94,7 +94,7 @@ def next_branch_command(graph: Graph, state: ThreadState, limits: Limits) -> Com
             return suspend(
                 f"step {f.step}: the graph no longer has role '{f.role}'", SuspendKind.GRAPH, f.step
             )
-    if fo.failed:  # D12: the others finish first, then the thread suspends
+    if fo.failed:  # D12, D12b: the others finish first, then the thread suspends
         if running:
             return _runs(graph, state, limits, running)
         index = min(fo.failed)
@@ -129,7 +129,7 @@ def next_branch_command(graph: Graph, state: ThreadState, limits: Limits) -> Com
                 inputs=branch.get("inputs"),
             )
         )
-    if running:
+    if running:  # D9b
         return _runs(graph, state, limits, running)
     return Idle(state.status)  # D13: only branches waiting for a person (A12 made it wait)
 
@@ -156,7 +156,7 @@ def fan_out(
     edge: Edge,
     context: dict[str, Any],
 ) -> Record:
-    """D10, D11: render every branch from the output that fanned out, and record them."""
+    """D10, D10b, D11: render every branch from the output that fanned out, and record them."""
     source, status, option = key
     label = f"edge {source} --{status}-->"
     contexts = branch_contexts(edge, context)

@@ -67,9 +67,11 @@ class NeedsPerson:
 
 @dataclass(frozen=True)
 class Answered:
-    """A person's answer for the waiting step, given from outside the running process."""
+    """A person's answer for a waiting step, given from outside the running process: `step`
+    names one of the steps that wait (a waiting branch of a fan-out); None, the first."""
 
     text: str
+    step: int | None = None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,9 @@ thread, a graph with errors, inputs that do not fit, an answer the role would re
 error of the family (`orchestrator.errors`), which the server words as the command line and the
 web page word it (`word`) and returns as a tool error. The server keeps running whatever a call
 does.
+What may happen to a thread (which steps may be answered, resume and whether it needs a
+message, cancel) is `allowed()`'s answer (core/allowed.py): `thread_state` shows it, and a
+request it refuses is refused with its reason before anything runs.
 
 Threads run in this process, in the background: `start_thread`, `answer_thread` and
 `resume_thread` wait up to `wait_seconds` for the thread to stop (complete, suspend, wait for a
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..actors.recording import RecordingError, load_recording
+from ..core.allowed import Allowed
 from ..core.events import ThreadStatus
 from ..definition.loader import bundled_graphs_dir, load_graph
 from ..definition.models import Graph
@@ -157,6 +161,7 @@ class Operations:
         row = self.session.thread(thread)
         question = self.session.question(row.id)
         data = story_json(row, self.session.events(row.id), question)
+        data["allowed"] = self.session.allowed(row.id).to_dict()
         data.pop("events", None)
         if row.id in self._running:
             data["running_here"] = True
@@ -178,17 +183,21 @@ class Operations:
         body: str = "",
         text: str | None = None,
         wait_seconds: float = DEFAULT_WAIT,
+        step: int | None = None,
     ) -> dict[str, Any]:
         reply = text if text is not None else format_reply(status, dict(fields or {}), body)
         row = self.session.thread(thread)
         graph = self.session.graph_for(row)
         self.confine.check_sandboxed(graph)
-        errors = self.session.check_answer(graph, row.id, reply)
+        asked = self.session.allowed(row.id, graph)  # which steps may be answered
+        if asked.answering(step) is None:
+            raise OperationFailed(_no_answer(asked, step))
+        errors = self.session.check_answer(graph, row.id, reply, step)
         if errors:
             raise OperationFailed("the answer was not taken", tuple(errors))
         return await self._run(
             row.id,
-            lambda: self.session.answer(graph, row.id, reply, options=RunOptions()),
+            lambda: self.session.answer(graph, row.id, reply, step=step, options=RunOptions()),
             wait_seconds,
         )
 
@@ -198,6 +207,9 @@ class Operations:
         row = self.session.thread(thread)
         graph = self.session.graph_for(row)
         self.confine.check_sandboxed(graph)
+        resume = self.session.allowed(row.id, graph).resume
+        if not resume.ok or (resume.needs_message and not (message or "").strip()):
+            raise OperationFailed(resume.why)
         return await self._run(
             row.id,
             lambda: self.session.resume(graph, row.id, message=message, options=RunOptions()),
@@ -207,6 +219,9 @@ class Operations:
     async def cancel_thread(
         self, thread: str, reason: str = "cancelled by the user"
     ) -> dict[str, Any]:
+        cancel = self.session.allowed(thread).cancel
+        if not cancel.ok:
+            raise OperationFailed(cancel.why)
         row = self.session.cancel(thread, reason)
         running = self._running.get(row.id)
         if running is not None:  # its runner notices the cancel and stops the step in flight
@@ -260,3 +275,12 @@ class Operations:
             raise GraphError(problems)
         self.confine.check_sandboxed(loaded)
         return loaded
+
+
+def _no_answer(asked: Allowed, step: int | None) -> str:
+    if step is None or not asked.answers:
+        return asked.why_no_answer
+    steps = ", ".join(str(a.top_step) for a in asked.answers)
+    return (
+        f"step {step} of thread {asked.thread_id} does not wait for an answer (these do: {steps})"
+    )

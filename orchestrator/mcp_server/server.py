@@ -177,9 +177,16 @@ def build_server(
             ),
         ] = None,
         wait_seconds: WaitArg = DEFAULT_WAIT,
+        step: Annotated[
+            int | None,
+            Field(
+                description="the waiting step to answer when several wait (thread_state lists "
+                "them under allowed.answer); default: the first"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Answer for the person a waiting thread waits for, then continue the thread."""
-        return await ops.answer_thread(thread, status, fields, body, text, wait_seconds)
+        return await ops.answer_thread(thread, status, fields, body, text, wait_seconds, step)
 
     @server.tool(annotations=RUNS)
     @_tool_errors

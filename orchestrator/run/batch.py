@@ -4,7 +4,9 @@ Each thread is an ordinary thread in the store (resumable on its own), started a
 the session like a single run: its own git worktree and branch when the graph edits files, and
 its work committed there when it completes. A thread that suspends
 because the provider rate-limited it (429 after the SDK's own retries) is not a failure of the
-batch: the batch halves its concurrency, waits with exponential backoff, and resumes the thread;
+batch: when `allowed()` says it may be retried (a passing failure, and the moderator would take
+the resume: core/allowed.py), the batch halves its concurrency, waits with exponential backoff,
+and resumes the thread (at most MAX_RATE_LIMIT_RESUMES times);
 concurrency grows back by one after each thread that finishes cleanly (additive increase,
 multiplicative decrease), so a rate limit slows the batch down instead of failing it.
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.events import SuspendKind, ThreadStatus
+from ..core.events import ThreadStatus
 from ..core.outcomes import Refused, ResumeRequested
 from ..definition.models import Graph
 from ..store.base import EventStore, ThreadBusy
@@ -29,8 +31,7 @@ from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import InputError, check_inputs
 from .session import Session
 
-RATE_LIMIT_KINDS = {SuspendKind.RATE_LIMIT}
-MAX_RATE_LIMIT_RESUMES = 8
+MAX_RATE_LIMIT_RESUMES = 8  # the batch's patience; whether a retry may happen is allowed()'s
 
 MAX_BATCH = 100_000_000  # bytes of a batch file: a line of inputs each, so more than an input
 
@@ -167,7 +168,10 @@ async def run_batch(
                     if on_done is not None:
                         on_done(item)
                     return
-            if result.kind in RATE_LIMIT_KINDS and item.rate_limited < MAX_RATE_LIMIT_RESUMES:
+            # Whether the thread may simply be resumed again (suspended by a passing failure,
+            # and the moderator would take the resume) is the moderator's answer, not ours.
+            retry = session.allowed(item.thread_id, graph).retry
+            if retry.ok and item.rate_limited < MAX_RATE_LIMIT_RESUMES:
                 item.rate_limited += 1
                 await limiter.backoff()
                 await asyncio.sleep(backoff_seconds * 2 ** (item.rate_limited - 1))

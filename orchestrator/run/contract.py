@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..actors.recording import Recording
+    from ..core.allowed import Allowed
     from ..core.outcomes import Outcome
     from ..core.state import ThreadState
     from ..core.steps import ThreadView
@@ -114,6 +115,7 @@ class ThreadSession(Protocol):
         thread_id: str,
         text: str,
         *,
+        step: int | None = None,
         options: RunOptions | None = None,
         actor_for: ActorFor | None = None,
     ) -> ThreadResult: ...
@@ -143,11 +145,19 @@ class ThreadSession(Protocol):
 
     def view(self, thread_id: str) -> ThreadView: ...
 
-    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None: ...
+    def question(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None: ...
 
-    async def aquestion(self, thread_id: str, graph: Graph | None = None) -> Question | None: ...
+    async def aquestion(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None: ...
 
-    def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]: ...
+    def check_answer(
+        self, graph: Graph, thread_id: str, text: str, step: int | None = None
+    ) -> tuple[str, ...]: ...
+
+    def allowed(self, thread_id: str, graph: Graph | None = None) -> Allowed: ...
 
     def graph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph: ...
 

@@ -38,7 +38,7 @@ from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
-from ..core.subgraph import children_in_flight, waiting_child
+from ..core.subgraph import children_in_flight
 from ..definition.graphdiff import graph_changes
 from ..definition.loader import load_graph
 from ..definition.models import Graph
@@ -75,10 +75,11 @@ from .errors import SessionError as SessionError
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import check_credentials, check_inputs, check_prices, found_models, preflight
 from .prune import Pruned, prune_worktrees
+from .routing import ChildRouting
 from .runner import advance
 from .telemetry import traced
 from .twins import AwaitableTwins
-from .waiting import Question, answer_errors, question_of
+from .waiting import Question, answer_errors, question_for, question_of
 
 Notify = Callable[[str], None]
 
@@ -108,7 +109,7 @@ def open_store(
         raise SessionError(exc.message, usage=False) from None
 
 
-class Session(AwaitableTwins):
+class Session(AwaitableTwins, ChildRouting):
     def __init__(self, store: EventStore, *, notify: Notify | None = None):
         self.store = store
         self.notify: Notify = notify or (lambda text: None)
@@ -231,13 +232,13 @@ class Session(AwaitableTwins):
     ) -> ThreadResult:
         """Advance the thread as far as it goes; commit its work on its branch if it completes.
 
-        An answer to a thread that waits at a subgraph step is the child's that waits (rule S5,
-        followed down): judged against that child's role and recorded there, then this thread
-        is resumed, which continues the child (S3)."""
+        An answer for a person who waits inside a subgraph's child (`allowed()` lists it through
+        the parent's step) is recorded in that child, and the thread resumed, which continues
+        the child (rules S5, S3)."""
         if isinstance(first, Answered):
-            leaf_graph, leaf = self.waiting_leaf(graph, thread_id)
+            leaf_graph, leaf = self.waiting_leaf(graph, thread_id, first.step)
             if leaf != self.thread(thread_id).id:
-                self._record(leaf_graph, leaf, first)  # raises Refused, as the child's judge
+                self._record(leaf_graph, leaf, Answered(first.text))
                 first = ResumeRequested()
         if first is not None:  # a resume or an answer the thread would refuse says so first
             engine.judge(graph, self.state(thread_id), first)  # pure: raises Refused
@@ -320,30 +321,16 @@ class Session(AwaitableTwins):
         thread_id: str,
         text: str,
         *,
+        step: int | None = None,
         options: RunOptions | None = None,
         actor_for: ActorFor | None = None,
     ) -> ThreadResult:
-        """Answer the person's step the thread waits for; when a subgraph's child is what
-        waits, `advance` takes the answer there (rule S5) and continues the parent."""
+        """Answer the person's step the thread waits for (`step`: which one, when several
+        branches wait); when a subgraph's child is what waits, `advance` takes the answer
+        there (rule S5) and continues the parent."""
         return await self.advance(
-            graph, thread_id, options=options, actor_for=actor_for, first=Answered(text)
+            graph, thread_id, options=options, actor_for=actor_for, first=Answered(text, step)
         )
-
-    def waiting_leaf(self, graph: Graph, thread_id: str) -> tuple[Graph, str]:
-        """The thread (and its graph) whose person's step a waiting thread waits for: itself,
-        or the waiting child of its waiting subgraph step, followed down."""
-        row = self.thread(thread_id)
-        inside = waiting_child(graph, self.state(row.id))  # S5
-        if inside is None:
-            return graph, row.id
-        child_thread, child = inside
-        try:
-            child_row = self.store.thread(child_thread)
-        except ThreadNotFound:
-            return graph, row.id
-        if child_row.state != ThreadStatus.WAITING:
-            return graph, row.id
-        return self.waiting_leaf(child, child_row.id)
 
     def _record(self, graph: Graph | None, thread_id: str, outcome: Outcome) -> None:
         """Judge an outcome and append its events, without advancing the thread."""
@@ -404,8 +391,11 @@ class Session(AwaitableTwins):
     def state(self, thread_id: str) -> ThreadState:
         return engine.fold([s.event for s in self.store.events(thread_id)])
 
-    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None:
-        """What a waiting thread asks, and the answers its role takes; None if it does not wait.
+    def question(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None:
+        """What a waiting thread asks at `step` (None: the first step that may be answered),
+        and the answers its role takes; None if nothing there may be answered (`allowed`).
 
         The role is the one `answer` would use: of `graph`, else of the thread's graph file,
         else of the graph as it was when the thread started.
@@ -414,16 +404,23 @@ class Session(AwaitableTwins):
         if self.state(row.id).status != ThreadStatus.WAITING:
             return None
         graph = graph or self._graph_quietly(row)
-        if graph is None:
+        if graph is None:  # no graph to read the role from: the question, without its forms
             return question_of(self.state(row.id), {})
-        graph, leaf = self.waiting_leaf(graph, row.id)
-        return question_of(self.state(leaf), graph.roles)
+        asked = question_for(self.allowed(row.id, graph), step)
+        if asked is None and step is None:  # a role the graph lost: the question, no forms
+            lost = question_of(self.state(row.id), graph.roles)
+            return lost if lost is not None and lost.role is None else None
+        return asked
 
-    def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
+    def check_answer(
+        self, graph: Graph, thread_id: str, text: str, step: int | None = None
+    ) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (empty: it would take it); nothing is
         recorded. Raises Refused when the thread does not wait for an answer at all."""
-        graph, leaf = self.waiting_leaf(graph, thread_id)
-        return answer_errors(graph, self.state(leaf), text)
+        leaf_graph, leaf = self.waiting_leaf(graph, thread_id, step)
+        return answer_errors(
+            leaf_graph, self.state(leaf), text, step if leaf == thread_id else None
+        )
 
     def graph_of(self, row: ThreadRow) -> Graph | None:
         """The thread's graph to show (its file, else as it was when the thread started), or

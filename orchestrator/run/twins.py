@@ -35,7 +35,9 @@ class _Sync(Protocol):
     def thread(self, thread_id: str) -> ThreadRow: ...
     def threads(self, state: str | None = None) -> list[ThreadRow]: ...
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]: ...
-    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None: ...
+    def question(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None: ...
     def graph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph: ...
 
 
@@ -75,8 +77,10 @@ class AwaitableTwins:
     async def aevents(self: _Sync, thread_id: str, after: int = 0) -> list[StoredEvent]:
         return self.events(thread_id, after)
 
-    async def aquestion(self: _Sync, thread_id: str, graph: Graph | None = None) -> Question | None:
-        return self.question(thread_id, graph)
+    async def aquestion(
+        self: _Sync, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None:
+        return self.question(thread_id, graph, step)
 
     async def agraph_for(self: _Sync, row: ThreadRow, graph_arg: str | None = None) -> Graph:
         return self.graph_for(row, graph_arg)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..actors.base import ActRequest, Attempt
 from ..core import engine
+from ..core.allowed import Allowed, Answerable
 from ..core.outcomes import Answered, Refused
 from ..core.state import ThreadState
 from ..definition.models import SINGLE_EXIT, Graph, Role
@@ -49,9 +50,12 @@ class AnswerForm:
     status: str  # "_" for a role without statuses
     fields: tuple[Field, ...]
 
-    def command(self, thread_id: str) -> str:
-        """`orchestrator threads answer ID --status S --set FIELD=...` for the required fields."""
+    def command(self, thread_id: str, step: int | None = None) -> str:
+        """`orchestrator threads answer ID --status S --set FIELD=...` for the required fields
+        (with `--step N` when more than one step waits)."""
         words = ["orchestrator", "threads", "answer", thread_id]
+        if step is not None:
+            words += ["--step", str(step)]
         if self.status != SINGLE_EXIT:
             words += ["--status", self.status]
         for f in self.fields:
@@ -64,12 +68,29 @@ class AnswerForm:
 class Question:
     """The step a waiting thread waits on, and how to answer it."""
 
-    thread_id: str
-    step: int
+    thread_id: str  # the thread an answer is sent to (a parent, for a person in its child)
+    step: int  # the step of that thread an answer names
     role_name: str
     role: Role | None  # None when the graph no longer has the role
     prompt: str
     inputs: dict[str, Any]
+    several: bool = False  # more than one step waits: an answer names its step (--step)
+
+    @classmethod
+    def of(cls, thread_id: str, asked: Answerable, several: bool = False) -> Question:
+        """The question of a step `allowed()` lists as answerable, sent to `thread_id`."""
+        return cls(
+            thread_id,
+            asked.top_step,
+            asked.role_name,
+            asked.role,
+            asked.prompt,
+            dict(asked.inputs),
+            several,
+        )
+
+    def command(self, form: AnswerForm) -> str:
+        return form.command(self.thread_id, self.step if self.several else None)
 
     @property
     def forms(self) -> list[AnswerForm]:
@@ -88,7 +109,7 @@ class Question:
         """Lines a person reads: one command per status, with its fields under it."""
         lines = []
         for form in self.forms:
-            lines.append(form.command(self.thread_id))
+            lines.append(self.command(form))
             lines += [f"    {f.describe()}" for f in form.fields]
         return lines
 
@@ -116,7 +137,7 @@ class Question:
                     "status": form.status,
                     "required": [f.name for f in form.fields if f.required],
                     "optional": [f.name for f in form.fields if not f.required],
-                    "command": form.command(self.thread_id),
+                    "command": self.command(form),
                 }
                 for form in self.forms
             ],
@@ -124,7 +145,8 @@ class Question:
 
 
 def question_of(state: ThreadState, roles: dict[str, Role]) -> Question | None:
-    """The question of a waiting thread, or None when it does not wait for a person."""
+    """The question of a waiting thread's first waiting step, read from the state alone (no
+    graph to ask `allowed()` with): None when it does not wait for a person."""
     step = state.waiting_for
     if step is None:
         return None
@@ -133,11 +155,22 @@ def question_of(state: ThreadState, roles: dict[str, Role]) -> Question | None:
     )
 
 
-def answer_errors(graph: Graph, state: ThreadState, text: str) -> tuple[str, ...]:
+def question_for(allowed: Allowed, step: int | None = None) -> Question | None:
+    """The question of the step `allowed()` lists that an answer naming `step` (None: the
+    first) goes to, or None when no such step may be answered."""
+    asked = allowed.answering(step)
+    if asked is None:
+        return None
+    return Question.of(allowed.thread_id, asked, several=len(allowed.answers) > 1)
+
+
+def answer_errors(
+    graph: Graph, state: ThreadState, text: str, step: int | None = None
+) -> tuple[str, ...]:
     """Why the moderator would refuse this answer (empty: it would take it); nothing is
-    recorded. Raises Refused when the thread does not wait for an answer at all."""
+    recorded. Raises Refused when the thread (or that step) does not wait for an answer."""
     try:
-        engine.judge(graph, state, Answered(text))
+        engine.judge(graph, state, Answered(text, step))
     except Refused as exc:
         if not exc.errors:
             raise

@@ -29,6 +29,7 @@ from typing import Any
 
 from temporalio import workflow
 
+from ..core.allowed import Allowed, allowed
 from ..core.commands import RunChild
 from ..core.engine import fold
 from ..core.events import event_from_dict
@@ -135,6 +136,11 @@ class ChildThreads:
             found = kept
         return (found, graph, state) if found is not None else None
 
+    def allowed_now(self) -> Allowed:
+        """`allowed()` of this thread, with the waiting child's own (S5, followed down through
+        the kept logs), so a person inside a child is answerable through the parent."""
+        return _allowed_within(self.graph, self.state, self.children)
+
     def children_to_cancel(self) -> list[tuple[str, str]]:
         """S6: the children (id, subgraph role) of the steps in flight, asked before a cancel."""
         found = []
@@ -159,3 +165,12 @@ class ChildThreads:
             step = int(child.rsplit(".", 1)[1])
             command = RunChild(step, role, child, {}, None, 1, None)
             await self.run_child(command, graph, CancelRequested(reason))
+
+
+def _allowed_within(graph: Graph, state: ThreadState, kept_children: dict[str, Any]) -> Allowed:
+    children: dict[int, Allowed] = {}
+    inside = waiting_child(graph, state)
+    if inside is not None and (kept := kept_children.get(inside[0])) is not None:
+        step = int(inside[0].rsplit(".", 1)[1])
+        children[step] = _allowed_within(inside[1], folded(kept["log"]), kept["children"])
+    return allowed(graph, state, children)

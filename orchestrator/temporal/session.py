@@ -39,25 +39,22 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..actors.recording import Recording, recording_from_events
 from ..core import engine
+from ..core.allowed import allowed
 from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, path_of, thread_view
-from ..definition.graphdiff import graph_changes
-from ..definition.loader import load_graph
 from ..definition.models import Graph
-from ..definition.problems import has_errors
-from ..errors import OrchestratorError
-from ..linter import lint
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_graph, check_inputs, workspace_folder
 from ..run.prune import Pruned
 from ..run.session import Notify, SessionError, Started
-from ..run.waiting import Question, answer_errors, question_of
+from ..run.waiting import Question, answer_errors, question_for
 from ..store.base import StoredEvent, ThreadNotFound, ThreadRow
 from ..store.ids import new_thread_id
 from ..vcs.worktrees import find_repo, needs_isolation
 from . import DEFAULT_TASK_QUEUE
+from .carried import CarriedGraphs
 from .client import READ_TIMEOUT, answered, connect
 from .codec import (
     outcome_to_dict,
@@ -85,7 +82,7 @@ def _let_go() -> None:
 HEARTBEAT_ENV = "ORCHESTRATOR_TEMPORAL_HEARTBEAT"  # seconds before a silent step is lost
 
 
-class TemporalSession:
+class TemporalSession(CarriedGraphs):
     """A thread's life on Temporal (see the module's docstring). `close()` lets go of the
     client; one still open when the interpreter exits is let go of then (see `_let_go`)."""
 
@@ -279,6 +276,13 @@ class TemporalSession:
     ) -> None:
         queue = follower.queue
         if isinstance(first, Answered):
+            waits = follower.state.waiting_for
+            if first.step is not None and waits is not None and first.step != waits.step:
+                # The workflow's `answer` update carries the text alone: the first step.
+                raise SessionError(
+                    f"on Temporal, the first waiting step (step {waits.step}) is answered "
+                    f"first; answer it, then step {first.step}"
+                )
             await answered(handle.execute_update(ThreadWorkflow.answer, first.text), queue)
             return
         if not isinstance(first, ResumeRequested):
@@ -332,10 +336,11 @@ class TemporalSession:
         thread_id: str,
         text: str,
         *,
+        step: int | None = None,
         options: RunOptions | None = None,
         actor_for: ActorFor | None = None,
     ) -> ThreadResult:
-        first = Answered(text)
+        first = Answered(text, step)
         return await self.advance(
             graph, thread_id, options=options, actor_for=actor_for, first=first
         )
@@ -436,62 +441,26 @@ class TemporalSession:
     def view(self, thread_id: str) -> ThreadView:
         return thread_view([s.event for s in self.events(thread_id)])
 
-    async def _carried(self, handle: WorkflowHandle[Any, Any], queue: str) -> dict[str, Any]:
-        call = handle.query(ThreadWorkflow.graph_snapshot, rpc_timeout=READ_TIMEOUT)
-        carried: dict[str, Any] = await answered(call, queue)
-        return carried
+    def question(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None:
+        return self._sync(self.aquestion(thread_id, graph, step))
 
-    def graph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph:
-        return self._sync(self.agraph_for(row, graph_arg))
-
-    async def agraph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph:
-        """The graph the thread carries; with `graph_arg`, that graph (linted), the changes
-        noted: a resume then continues with it."""
-        queue = getattr(row, "task_queue", self.task_queue)
-        carried = await self._carried_by_id(row.id, queue)
-        if graph_arg is None:
-            return carried_graph(carried)
-        graph = load_graph(graph_arg)
-        problems = lint(graph)
-        if has_errors(problems):
-            raise SessionError(
-                "the graph has errors; fix them, then resume", usage=False, problems=problems
-            )
-        current = carried_graph(carried)
-        if graph.hash != current.hash:
-            changes = graph_changes(carried["snapshot"], graph.model_dump(mode="json"))
-            self.notify(
-                f"the graph changed since thread {row.id} started "
-                f"({current.hash[:15]}… → {graph.hash[:15]}…):\n"
-                + "\n".join(f"  - {c}" for c in changes or ["(only formatting or library roles)"])
-            )
-        return graph
-
-    def graph_of(self, row: ThreadRow) -> Graph | None:
-        """The graph the thread carries, to show (as Session.graph_of); None when no worker
-        answers for it."""
-        try:
-            return self.graph_for(row)
-        except (OrchestratorError, ValueError, RuntimeError):  # a graph, Temporal: not shown
-            return None
-
-    async def _carried_by_id(self, thread_id: str, queue: str) -> dict[str, Any]:
-        return await self._carried(await self._handle(thread_id), queue)
-
-    def question(self, thread_id: str, graph: Graph | None = None) -> Question | None:
-        return self._sync(self.aquestion(thread_id, graph))
-
-    async def aquestion(self, thread_id: str, graph: Graph | None = None) -> Question | None:
+    async def aquestion(
+        self, thread_id: str, graph: Graph | None = None, step: int | None = None
+    ) -> Question | None:
         """What a waiting thread asks (as Session.question), from the graph it carries."""
         row = await self.athread(thread_id)
         state = engine.fold([s.event for s in await self.aevents(row.id)])
         if state.status != ThreadStatus.WAITING:
             return None
-        return question_of(state, (graph or await self.agraph_for(row)).roles)
+        return question_for(allowed(graph or await self.agraph_for(row), state), step)
 
-    def check_answer(self, graph: Graph, thread_id: str, text: str) -> tuple[str, ...]:
+    def check_answer(
+        self, graph: Graph, thread_id: str, text: str, step: int | None = None
+    ) -> tuple[str, ...]:
         """Why the moderator would refuse this answer (as Session.check_answer)."""
-        return answer_errors(graph, self.state(thread_id), text)
+        return answer_errors(graph, self.state(thread_id), text, step)
 
     def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Pruned]:
         raise SessionError("threads on Temporal have no worktrees here: nothing to prune")

@@ -19,8 +19,10 @@ driver (`core/driver.py`), the local runner being the other: the driver asks `de
 The workflow imports deterministic modules only (no actor, store, sandbox or process: a test
 checks what importing it loads), so the worker passes them through its sandbox (worker.py).
 
-Requests from outside are updates, judged by the same `judge`; a refusal (`Refused`) rejects the
-update in its validator, so nothing reaches the history:
+Requests from outside are updates, judged by the same `judge`. Their validators ask
+`allowed()` (core/allowed.py) whether the request may happen now, as every face does (and the
+judge for an answer's text), so a refusal (`Refused`) rejects the update before anything reaches
+the history:
 
     answer(text)                        Answered: a person's reply for the waiting step
     resume(message, limits, graph)      ResumeRequested: with --max-steps, --model, a changed graph
@@ -61,6 +63,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeout
 # import on first use is passed through by the worker's runner (worker.py, DETERMINISTIC).
 with workflow.unsafe.imports_passed_through():
     from ..core import engine
+    from ..core.allowed import Verdict, allowed
     from ..core.commands import Limits, RunStep, limits_for
     from ..core.driver import Work, drive
     from ..core.events import Event, SuspendKind, ThreadStatus, event_from_dict
@@ -363,6 +366,9 @@ class ThreadWorkflow(ChildThreads):
 
     @answer.validator
     def _answer_ok(self, text: str) -> None:
+        asked = self.allowed_now()  # a person inside a kept child included (S5)
+        if asked.answer is None:
+            raise refusal(Refused(asked.why_no_answer))
         leaf = self.waiting_leaf()  # S5: judged against the role of the child that waits
         try:
             if leaf is None:
@@ -400,7 +406,9 @@ class ThreadWorkflow(ChildThreads):
         graph = (
             graph_from_snapshot(request.snapshot, request.subgraphs) if request.snapshot else None
         )
-        self._check(ResumeRequested(request.message), graph)
+        verdict = allowed(graph or self.graph, self.state).resume
+        missing = verdict.needs_message and not (request.message or "").strip()
+        _allowed_or_refused(Verdict(verdict.ok and not missing, verdict.why))
 
     @workflow.update
     async def cancel(self, reason: str) -> str:
@@ -419,7 +427,7 @@ class ThreadWorkflow(ChildThreads):
 
     @cancel.validator
     def _cancel_ok(self, reason: str) -> None:
-        self._check(CancelRequested(reason))
+        _allowed_or_refused(allowed(self.graph, self.state).cancel)
 
     @workflow.update
     def replay(self, request: ReplayInput) -> None:
@@ -453,6 +461,12 @@ class ThreadWorkflow(ChildThreads):
             "graph_path": self.graph_path,
             "subgraphs": self.subgraphs,
         }
+
+
+def _allowed_or_refused(verdict: Verdict) -> None:
+    """An update validator's answer from `allowed()`: a refusal rejects the update."""
+    if not verdict.ok:
+        raise refusal(Refused(verdict.why))
 
 
 def _lost(cause: BaseException | None) -> bool:

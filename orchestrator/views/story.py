@@ -238,11 +238,12 @@ def waiting_text(thread_id: str, question: Question | None, full: bool = False) 
     about = f": {role.description}" if role is not None and role.description else ""
     lines = ["", f"question (step {question.step}, answered as '{question.role_name}'{about}):"]
     lines += _block("  ", question.prompt, full, thread_id, indent="  ")
-    if role is None:
+    if role is None:  # no answer is taken for it (J8); a resume decides the step again
         lines += [
             "",
-            f"the graph has no role '{question.role_name}' any more; answer with a whole reply:",
-            f"  orchestrator threads answer {thread_id} --file REPLY.md",
+            f"the graph has no role '{question.role_name}' any more; resume the thread to "
+            "decide the step again:",
+            f"  orchestrator threads resume {thread_id}",
         ]
         return lines
     lines += ["", "answer with" + (" one of:" if len(question.forms) > 1 else ":")]

@@ -16,7 +16,7 @@ command line and the MCP server word it: in the page, or, for a client that acce
 `application/json` (and not HTML first), as `{"error": code, "message", "hint", "details"}`.
 
 Threads are read through the session layer alone (`.threads`, `.thread`, `.events`, `.view`,
-`.question`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
+`.question`, `.allowed`, `.graph_of`), as the command line reads them; the page holds no SQL. The session is
 held as the contract (run/contract.py): the local store's or, with `--temporal`, Temporal's,
 whose reads block on the network (`blocking`): they run on a worker thread, off the server's loop. The live feeds look at
 the threads' rows every `poll` seconds: a thread advanced by any process (the command line, a
@@ -188,7 +188,7 @@ class Web:
         try:
             view = await self.read(self.reader.view, row.id)
             graph = await self.read(self.reader.graph_of, row)
-            question = await self.read(self.reader.question, row.id, graph)
+            allowed = await self.read(self.reader.allowed, row.id, graph)
         except OrchestratorError as exc:
             return self._error(request, "the thread cannot be read", word(exc), 500)
         failed = self.runs.errors.get(row.id)
@@ -198,7 +198,7 @@ class Web:
             row,
             view,
             graph=graph,
-            question=question,
+            allowed=allowed,
             where=self.where,
             running_here=self.runs.running(row.id),
             notices=notices,
@@ -236,24 +236,30 @@ class Web:
         if isinstance(row, Response):
             return row
         data = await _form(request)
-        question = await self.read(self.reader.question, row.id)
-        if question is None or str(question.step) != data.get("step", str(question.step)):
+        # The form's hidden step, as sent: ASCII digits of a sane length, else no step (a
+        # hostile "²" or 5,000 digits must not reach int()).
+        said = data.get("step", "")
+        step = int(said) if said.isascii() and said.isdigit() and len(said) <= 12 else None
+        question = await self.read(self.reader.question, row.id, None, step)
+        if question is None:
             gone = Refused("the thread no longer waits for this answer; nothing was sent")
             return await self._after(request, row.id, word(gone))
         status, text, typed = reply_from_form(question, data)
         try:
             graph = await self.read(self.reader.graph_for, row)
-            errors = await self.read(self.reader.check_answer, graph, row.id, text)
+            errors = await self.read(self.reader.check_answer, graph, row.id, text, question.step)
         except OrchestratorError as exc:
             return await self._after(request, row.id, word(exc))
         if errors:
             why = "the answer does not fit the role's contract; nothing was recorded"
             if wants_json(request):
                 return self._error(request, "", word(Refused(why, tuple(errors))), 422)
-            refused = AnswerState(status, errors, typed)
+            refused = AnswerState(status, errors, typed, question.step)
             note = Notice(why)
             return await self._thread_page(row, notices=(note,), answer=refused, status=422)
-        failed = await self.runs.start(row.id, lambda s, g, o: s.answer(g, row.id, text, options=o))
+        failed = await self.runs.start(
+            row.id, lambda s, g, o: s.answer(g, row.id, text, step=question.step, options=o)
+        )
         return await self._after(request, row.id, failed)
 
     async def resume(self, request: Request) -> Response:

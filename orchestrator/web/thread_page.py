@@ -6,8 +6,10 @@ and, for a waiting thread, the `Question` its role asks. The page shows per step
 edge that led there, the status it answered, how often it ran, the prompt, the fields, the body,
 each rejected reply with its errors, tokens, cost, model, tool calls and time; then the final
 message, the ending and its recovery, or why the thread stopped and the buttons that continue
-it (resume with a message, cancel, or the answer forms of a waiting person). Resume and cancel
-are offered exactly when the moderator would take them (`core/allowed.py` asks its judge).
+it (resume with a message, cancel, or the answer forms of each waiting person). The buttons and
+forms are those `allowed()` (core/allowed.py) lists and nothing else: a form per step a person
+may answer (each waiting branch, a person inside a subgraph's child), Resume (its message
+required when the moderator needs one) and Cancel exactly when the moderator would take them.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..core.allowed import can_cancel, can_resume
+from ..core.allowed import Allowed
 from ..core.events import ThreadStatus
 from ..core.steps import StepView, ThreadView
 from ..definition.models import Graph
 from ..render.diagram import Taken
-from ..run.waiting import Question
+from ..run.waiting import Question, question_for
 from ..store.base import ThreadRow
 from ..views.facts import StepFigures, step_facts
 from ..views.story import ledger
@@ -46,6 +48,7 @@ class AnswerState:
     status: str
     errors: tuple[str, ...]
     typed: dict[str, str]
+    step: int | None = None  # the step it answered (None: the first that waits)
 
 
 def thread_page(
@@ -53,7 +56,7 @@ def thread_page(
     view: ThreadView,
     *,
     graph: Graph | None,
-    question: Question | None,
+    allowed: Allowed,
     where: str,
     running_here: bool = False,
     notices: tuple[Notice, ...] = (),
@@ -79,7 +82,7 @@ def thread_page(
         '<div data-live="notices">',
         *(f'<div class="banner {esc(n.kind)}">{esc(n.text)}</div>' for n in notices),
         "</div>",
-        f'<div data-live="outcome">{_outcome(row, view, graph, question, running_here, answer)}</div>',
+        f'<div data-live="outcome">{_outcome(row, view, allowed, running_here, answer)}</div>',
         '<div class="layout"><section>',
         f'<h2>Timeline</h2><div data-live="timeline">{_timeline(view)}</div>',
         "</section><section>",
@@ -99,8 +102,7 @@ def thread_page(
 def _outcome(
     row: ThreadRow,
     view: ThreadView,
-    graph: Graph | None,
-    question: Question | None,
+    allowed: Allowed,
     running_here: bool,
     answer: AnswerState | None,
 ) -> str:
@@ -127,14 +129,14 @@ def _outcome(
             f'<div class="banner stopped"><strong>{esc(str(state.status))}</strong>'
             f"{pre(state.reason or '', 'reason')}</div>"
         )
-    if question is not None:
-        out.append(_question(question, answer))
-    elif state.status == ThreadStatus.WAITING:
-        out.append(
-            "<p>The graph no longer has the waiting role; answer with a whole reply: "
-            f"<code>orchestrator threads answer {esc(row.id)} --file REPLY.md</code></p>"
-        )
-    out.append(_actions(row, view, graph, running_here))
+    for asked in allowed.answers:
+        question = question_for(allowed, asked.top_step)
+        if question is not None:
+            mine = answer if answer is not None and answer.step in (None, question.step) else None
+            out.append(_question(question, mine))
+    if state.status == ThreadStatus.WAITING and not allowed.answers:
+        out.append(f'<p class="note" data-answer="none">{esc(allowed.why_no_answer)}</p>')
+    out.append(_actions(row, allowed, running_here))
     return "".join(out)
 
 
@@ -155,12 +157,11 @@ def _question(question: Question, answer: AnswerState | None) -> str:
     )
 
 
-def _actions(row: ThreadRow, view: ThreadView, graph: Graph | None, running_here: bool) -> str:
-    """Resume and cancel, offered exactly when the moderator's judge would take them
-    (`core/allowed.py`); a thread this server runs is left to it."""
-    state = view.state
+def _actions(row: ThreadRow, allowed: Allowed, running_here: bool) -> str:
+    """Resume and cancel, offered exactly when `allowed()` says the moderator would take
+    them; a thread this server runs is left to it."""
     buttons: list[str] = []
-    resume = can_resume(graph, state)
+    resume = allowed.resume
     if resume.ok and not running_here:
         hint = "required: the graph's next step reads it" if resume.needs_message else "optional"
         required = " required" if resume.needs_message else ""
@@ -170,9 +171,9 @@ def _actions(row: ThreadRow, view: ThreadView, graph: Graph | None, running_here
             f'placeholder="message for the next step ({hint})"{required}></textarea>'
             '<button type="submit" class="primary">Resume</button></form>'
         )
-    elif not resume.ok and state.status in (ThreadStatus.COMPLETED, ThreadStatus.FAILED):
+    elif not resume.ok and allowed.status in (ThreadStatus.COMPLETED, ThreadStatus.FAILED):
         buttons.append(f'<p class="note" data-resume="refused">{esc(resume.why)}</p>')
-    if can_cancel(state).ok:
+    if allowed.cancel.ok:
         buttons.append(
             f'<form method="post" action="/threads/{esc(row.id)}/cancel" class="cancel" '
             'data-confirm="Cancel this thread for good? It cannot be resumed afterwards.">'
