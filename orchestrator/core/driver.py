@@ -13,7 +13,7 @@ branches and children are the moderator's rules (engine.py), asked here.
     Record(event)  executor.commit(event)
     RunStep        executor.single(step, executor.act(command)): the actor's call for the step
                    in flight, stoppable; its outcome is judged
-    RunChild       the child thread of a subgraph role's step (S1-S4 of engine.py): started
+    RunChild       the child thread of a subgraph role's step (S1, S2, S3 and S4 of engine.py): started
                    (executor.start_child) or told to continue (S3), run until it stops
                    (executor.run_child: the driver again, on the child), its end judged (S4)
     RunBranches    executor.branches(work): keep each listed branch running (an actor's call or
