@@ -51,7 +51,9 @@ from ..run.session import Notify, SessionError, Started
 from ..run.waiting import Question, answer_errors, question_of
 from ..store.base import StoredEvent, ThreadRow
 from ..store.ids import new_thread_id
-from ..vcs.worktrees import find_repo, needs_isolation
+from ..vcs.git_safe import WorktreeError
+from ..vcs.shared import SharedBranch, share
+from ..vcs.worktrees import needs_isolation
 from . import DEFAULT_TASK_QUEUE
 from .client import READ_TIMEOUT, answered, connect
 from .codec import graph_from_snapshot, outcome_to_dict, stored_from_dict, stored_to_dict
@@ -169,14 +171,9 @@ class TemporalSession:
     ) -> Started:
         """Start the thread's workflow; it runs on the workers from now on."""
         check_inputs(graph, inputs)
-        if not in_place and needs_isolation(graph) and find_repo(folder) is not None:
-            raise SessionError(
-                f"{folder} is a git repository and roles of '{graph.name}' edit files or run "
-                "commands: a thread on Temporal works in the folder itself (workers share no "
-                "worktree), so pass --in-place to let it, or run it locally"
-            )
         options = options or RunOptions()
         thread_id = thread_id or new_thread_id()
+        shared = None if in_place or not needs_isolation(graph) else _share(folder, thread_id)
         started = ThreadStarted(thread_id, graph.name, graph.hash, dict(inputs), str(folder))
         first = stored_to_dict(1, time.time(), started)
         params = ThreadInput(
@@ -187,6 +184,7 @@ class TemporalSession:
             max_steps=options.max_steps,
             model=options.model,
             heartbeat_seconds=self.heartbeat_seconds,
+            worktree=shared.to_dict() if shared else None,
         )
         await self._start_run(params, self.task_queue, summary=_summary(graph, inputs))
         self._fresh[thread_id] = 1
@@ -271,6 +269,7 @@ class TemporalSession:
                 model=options.model,
                 first=outcome_to_dict(first),
                 heartbeat_seconds=self.heartbeat_seconds,
+                worktree=row.worktree,
             )
             await self._start_run(params, queue, summary=f"{row.graph} (resumed)")
             return
@@ -434,6 +433,19 @@ class TemporalSession:
 
     def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Any]:
         raise SessionError("threads on Temporal have no worktrees here: nothing to prune")
+
+
+def _share(folder: Path, thread_id: str) -> SharedBranch | None:
+    """The thread's branch in the repository its workers reach, when `folder` is in a git
+    repository (vcs/shared.py); None to work in the folder itself."""
+    try:
+        return share(folder, thread_id)
+    except WorktreeError as exc:
+        raise SessionError(
+            f"cannot give the thread a branch its workers share: {exc} "
+            "(--in-place works in the folder itself)",
+            usage=False,
+        ) from None
 
 
 def _summary(graph: Graph, inputs: dict[str, Any]) -> str:

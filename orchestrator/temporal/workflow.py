@@ -98,6 +98,7 @@ class ThreadInput:
     model: str | None = None
     first: dict[str, Any] | None = None  # a request judged first: a completed thread resumed
     heartbeat_seconds: float = 10.0
+    worktree: dict[str, Any] | None = None  # vcs/shared.SharedBranch: the thread's branch
 
 
 @dataclass
@@ -108,6 +109,7 @@ class StepInput:
     role: dict[str, Any]
     plan: dict[str, Any]
     workspace: str
+    worktree: dict[str, Any] | None = None  # the thread's branch: the worker's worktree of it
 
 
 @dataclass
@@ -147,6 +149,7 @@ class ThreadWorkflow:
         self.max_steps = params.max_steps
         self.model = params.model
         self.heartbeat = timedelta(seconds=params.heartbeat_seconds)
+        self.worktree = params.worktree
         self.log: list[dict[str, Any]] = []
         self.sizes: list[int] = []  # each stored event's JSON size, for paging
         self.state = ThreadState()
@@ -219,7 +222,11 @@ class ThreadWorkflow:
                 return ActorFailed(command.step, NOT_ON_TEMPORAL, SuspendKind.CONFIG)
             plan = plan_step(self.graph, self.state, command, self.memory, self.model)
             request = StepInput(
-                command.role, role.model_dump(mode="json"), plan_to_dict(plan), self.state.workspace
+                command.role,
+                role.model_dump(mode="json"),
+                plan_to_dict(plan),
+                self.state.workspace,
+                self.worktree,
             )
         self._publish()
         self.stopped = False
@@ -311,6 +318,7 @@ class ThreadWorkflow:
             max_steps=self.max_steps,
             model=self.model,
             heartbeat_seconds=self.heartbeat.total_seconds(),
+            worktree=self.worktree,
         )
 
     def _publish(self) -> None:
@@ -341,6 +349,8 @@ class ThreadWorkflow:
                 [s.in_flight.step] if s.in_flight else list(s.fanout.flights) if s.fanout else []
             ),
         }
+        if self.worktree is not None:  # a resume of the ended thread carries it on
+            row["worktree"] = self.worktree
         if {k: v for k, v in self.memo.items() if k not in RIDING} != row:
             updated = self.log[-1]["at"] if self.log else 0.0
             self.memo = {**row, "seq": len(self.log), "updated": updated}
