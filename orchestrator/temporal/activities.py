@@ -39,7 +39,7 @@ from ..run.actors import default_actor_for
 from ..run.options import RunOptions
 from ..run.step import perform_step
 from ..vcs.git_safe import WorktreeError
-from ..vcs.shared import SharedBranch, checkout_step, commit_step, fetch, mirror_of, step_message
+from ..vcs.shared import SharedBranch, checkout_step, commit_step, step_message
 from ..vcs.worktrees import Worktree
 from .codec import outcome_to_dict, plan_from_dict, role_from_dump
 from .workflow import ACTIVITY_NAME, WORKER_SHUTDOWN, StepInput
@@ -72,7 +72,9 @@ class StepActivities:
         if shared is not None:
             try:
                 tree, lease = await self._heartbeating(
-                    asyncio.to_thread(self._checkout, shared, thread_id, plan.step), plan.step, name
+                    asyncio.to_thread(checkout_step, self.cache, shared, thread_id, plan.step),
+                    plan.step,
+                    name,
                 )
             except WorktreeError as exc:
                 return outcome_to_dict(_no_worktree(plan.step, exc))
@@ -87,11 +89,6 @@ class StepActivities:
             except WorktreeError as exc:
                 return outcome_to_dict(_no_worktree(plan.step, exc))
         return outcome_to_dict(outcome)
-
-    def _checkout(self, shared: SharedBranch, thread_id: str, step: int) -> tuple[Worktree, str]:
-        """The worktree at the step's files, and the branch's tip (the lease of its push)."""
-        tree = checkout_step(self.cache, shared, thread_id, step)
-        return tree, fetch(mirror_of(self.cache.resolve(), shared.repository), shared)
 
     async def _heartbeating(self, work: Awaitable[T], step: int, role: str) -> T:
         """Await `work`, heartbeating; a cancel stops it (see the module's docstring)."""

@@ -146,8 +146,11 @@ def start_of(mirror: Path, shared: SharedBranch, tip: str, step: int) -> str:
     return shared.base
 
 
-def checkout_step(cache: Path, shared: SharedBranch, thread_id: str, step: int) -> Worktree:
-    """The worker's worktree of the thread, at the files step `step` starts from."""
+def checkout_step(
+    cache: Path, shared: SharedBranch, thread_id: str, step: int
+) -> tuple[Worktree, str]:
+    """The worker's worktree of the thread, at the files step `step` starts from; and the
+    branch's tip it saw, the lease of the step's push (`commit_step`)."""
     cache.mkdir(parents=True, exist_ok=True)
     mirror = mirror_of(cache.resolve(), shared.repository)
     tip = fetch(mirror, shared)
@@ -165,7 +168,7 @@ def checkout_step(cache: Path, shared: SharedBranch, thread_id: str, step: int) 
     tree_git(tree, ["clean", "-ffdq"])  # a lost attempt's files, not committed
     if shared.subdir:
         tree.workspace.mkdir(parents=True, exist_ok=True)
-    return tree
+    return tree, tip
 
 
 def _existing(mirror: Path, path: Path, shared: SharedBranch, thread_id: str) -> Worktree | None:
