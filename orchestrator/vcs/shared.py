@@ -246,5 +246,5 @@ def _gitdir(repository: Path) -> str:
 
 
 def step_message(step: int, role: str, status: str, thread_id: str) -> str:
-    """docs/format.md section 20: "step N: ROLE -> STATUS"."""
+    """The subject of a step's commit: "step N: ROLE -> STATUS" (what forking a thread reads)."""
     return f"step {step}: {role} -> {status}\n\nOrchestrator thread {thread_id}.\n"
