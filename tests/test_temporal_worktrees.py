@@ -113,6 +113,7 @@ def test_solve_issue_on_two_workers_continues_from_step_twos_commit(
         assert out.returncode == 0, out.stderr
         thread = out.stdout.strip()
         branch = f"orchestrator/{thread}"
+        assert f"the thread's files: branch {branch} of {bare}" in out.stderr
         assert wait_until(handler.reached.is_set, timeout=120), first.log.read_text()
         first.kill()  # after step 2, during step 3: before any of its work
         assert git(bare, "log", "--format=%s", branch).splitlines()[:2] == [

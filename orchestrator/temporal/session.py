@@ -4,7 +4,9 @@ The command line picks this session when `--temporal ADDRESS` (or `ORCHESTRATOR_
 given and otherwise does exactly what it does for a local thread:
 
     preflight, start        the graph lints clean, the inputs fit; the workflow is started with
-                            the thread's first event, its graph snapshot and how to run it
+                            the thread's first event, its graph snapshot and how to run it; on
+                            a git workspace, with its branch in a repository the workers reach
+                            (vcs/shared.py: each worker's worktree, a commit per step)
     advance                 a request (resume, answer) as an update, then the thread's events
                             followed live (queries) until it leaves `running`
     resume, answer, cancel  updates judged in the workflow; a completed thread is resumed as a
@@ -174,6 +176,11 @@ class TemporalSession:
         options = options or RunOptions()
         thread_id = thread_id or new_thread_id()
         shared = None if in_place or not needs_isolation(graph) else _share(folder, thread_id)
+        if shared is not None:
+            self.notify(
+                f"the thread's files: branch {shared.branch} of {shared.repository}, from "
+                f"{shared.base[:10]}; each worker commits every step there (docs/scale-out.md)"
+            )
         started = ThreadStarted(thread_id, graph.name, graph.hash, dict(inputs), str(folder))
         first = stored_to_dict(1, time.time(), started)
         params = ThreadInput(
