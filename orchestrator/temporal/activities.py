@@ -72,7 +72,9 @@ class StepActivities:
         if shared is not None:
             try:
                 tree, lease = await self._heartbeating(
-                    asyncio.to_thread(checkout_step, self.cache, shared, thread_id, plan.step),
+                    asyncio.to_thread(
+                        checkout_step, self.cache, shared, thread_id, plan.step, bool(plan.attempts)
+                    ),
                     plan.step,
                     name,
                 )

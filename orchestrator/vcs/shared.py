@@ -17,6 +17,8 @@ worktree of its own cache:
    step before this one: commits of this step or later are a lost attempt's, or a rejected
    reply's, and are dropped. Files not committed (a dead worker's half step) are cleaned away.
    So the step starts from the last committed step's files, whichever worker ran that step.
+   A repair (a rejected reply, the role asked to fix it) starts from the rejected attempt's
+   files instead, and its commit replaces that attempt's.
 3. After the step (`commit_step`), everything in the worktree is committed, "step N: ROLE ->
    STATUS" (empty when the step changed nothing: one commit per step), and pushed with a lease
    on the tip the step started from, so a worker never overwrites what another pushed meanwhile
@@ -135,26 +137,36 @@ def fetch(mirror: Path, shared: SharedBranch) -> str:
     return _mirror_git(mirror, ["rev-parse", "--verify", f"{ref}^{{commit}}"])
 
 
-def start_of(mirror: Path, shared: SharedBranch, tip: str, step: int) -> str:
-    """The commit step `step` starts from: the newest on the branch of an earlier step."""
+def start_of(mirror: Path, shared: SharedBranch, tip: str, step: int) -> tuple[str, str | None]:
+    """The commit step `step` starts from (the newest on the branch of an earlier step), and
+    the newest commit of this step after it, if any (an earlier attempt's)."""
     log = _mirror_git(mirror, ["log", "--format=%H %s", f"{shared.base}..{tip}"])
+    own = None
     for line in log.splitlines():
         commit, _, subject = line.partition(" ")
         found = STEP_SUBJECT.match(subject)
-        if found is None or int(found.group(1)) < step:
-            return commit
-    return shared.base
+        number = int(found.group(1)) if found else 0
+        if number < step:
+            return commit, own
+        if number == step and own is None:
+            own = commit
+    return shared.base, own
 
 
 def checkout_step(
-    cache: Path, shared: SharedBranch, thread_id: str, step: int
+    cache: Path, shared: SharedBranch, thread_id: str, step: int, repair: bool = False
 ) -> tuple[Worktree, str]:
     """The worker's worktree of the thread, at the files step `step` starts from; and the
-    branch's tip it saw, the lease of the step's push (`commit_step`)."""
+    branch's tip it saw, the lease of the step's push (`commit_step`).
+
+    A repair (the step's reply was rejected and the role is asked to fix it) starts from the
+    files of the rejected attempt's commit instead, on top of the earlier step's commit, so its
+    own commit replaces that one: still one commit for the step."""
     cache.mkdir(parents=True, exist_ok=True)
     mirror = mirror_of(cache.resolve(), shared.repository)
     tip = fetch(mirror, shared)
-    start = start_of(mirror, shared, tip, step)
+    start, own = start_of(mirror, shared, tip, step)
+    files = own if repair and own is not None else start
     path = cache.resolve() / "worktrees" / thread_id
     tree = _existing(mirror, path, shared, thread_id)
     if tree is None:
@@ -164,8 +176,10 @@ def checkout_step(
         tree = _existing(mirror, path, shared, thread_id)
         if tree is None:
             raise WorktreeError(f"`git worktree add` left no worktree at {path}")
-    tree_git(tree, ["reset", "--quiet", "--hard", start])
+    tree_git(tree, ["reset", "--quiet", "--hard", files])
     tree_git(tree, ["clean", "-ffdq"])  # a lost attempt's files, not committed
+    if files != start:
+        tree_git(tree, ["reset", "--quiet", "--soft", start])  # the files stay, to commit again
     if shared.subdir:
         tree.workspace.mkdir(parents=True, exist_ok=True)
     return tree, tip

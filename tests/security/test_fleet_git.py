@@ -185,3 +185,23 @@ def test_a_network_origin_is_refused_and_a_checkout_without_one_is_shared_itself
     found = share(checkout, "T6")
     assert found == SharedBranch(str(checkout.resolve()), "orchestrator/T6", found.base)
     assert git(checkout, "rev-parse", "orchestrator/T6") == git(checkout, "rev-parse", "HEAD")
+
+
+def test_a_repair_keeps_the_rejected_attempts_files_and_replaces_its_commit(
+    fleet: tuple[Path, Path], tmp_path: Path
+) -> None:
+    shared_repo, checkout = fleet
+    branch = share(checkout, "T7")
+    assert branch is not None
+    tree, tip = checkout_step(tmp_path / "cache-1", branch, "T7", 1)
+    (tree.workspace / "a.txt").write_text("edited\n")
+    commit_step(tree, branch, step_message(1, "developer", "?", "T7"), tip)  # then rejected
+    again, tip = checkout_step(tmp_path / "cache-2", branch, "T7", 1, repair=True)
+    assert (again.workspace / "a.txt").read_text() == "edited\n"
+    commit_step(again, branch, step_message(1, "developer", "done", "T7"), tip)
+    log = git(shared_repo, "log", "--format=%s", f"{branch.base}..{branch.branch}")
+    assert log.splitlines() == ["step 1: developer -> done"]
+    assert git(shared_repo, "show", f"{branch.branch}:a.txt") == "edited"
+    # Not a repair (the step runs again from the start): the attempt's files are dropped.
+    fresh, _ = checkout_step(tmp_path / "cache-2", branch, "T7", 1)
+    assert not (fresh.workspace / "a.txt").exists()
