@@ -24,7 +24,8 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable
+import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,13 +35,13 @@ from temporalio.exceptions import ApplicationErrorCategory as Category
 
 from ..core.events import SuspendKind
 from ..core.outcomes import ActorFailed, Outcome, Replied
+from ..definition.models import Role
 from ..extract.parse import parse_reply
 from ..run.actors import default_actor_for
 from ..run.options import RunOptions
-from ..run.step import perform_step
+from ..run.step import StepPlan, perform_step
 from ..vcs.git_safe import WorktreeError
 from ..vcs.shared import SharedBranch, checkout_step, commit_step, step_message
-from ..vcs.worktrees import Worktree
 from .codec import outcome_to_dict, plan_from_dict, role_from_dump
 from .workflow import ACTIVITY_NAME, WORKER_SHUTDOWN, StepInput
 
@@ -58,6 +59,8 @@ class StepActivities:
     def __init__(self, options: RunOptions | None = None, cache: Path | None = None):
         self.actor_for = default_actor_for(options or RunOptions(interactive=False))
         self.cache = cache or default_cache()
+        self.busy: set[str] = set()  # the worktree folders steps are running in
+        self.git_lock = threading.Lock()
 
     @activity.defn(name=ACTIVITY_NAME)
     async def run_step(self, params: StepInput) -> dict[str, Any]:
@@ -65,32 +68,54 @@ class StepActivities:
         role = role_from_dump(name, params.role)
         plan = plan_from_dict(params.plan)
         actor = self.actor_for(name, role)
-        shared = SharedBranch.from_dict(params.worktree) if params.worktree else None
+        if params.worktree is None:
+            root = Path(params.workspace).resolve()
+            outcome = await self._heartbeating(
+                perform_step(plan, role, root, actor), plan.step, name
+            )
+            return outcome_to_dict(outcome)
         thread_id = activity.info().workflow_id or ""
-        tree: Worktree | None = None
-        lease = ""
-        if shared is not None:
-            try:
-                tree, lease = await self._heartbeating(
-                    asyncio.to_thread(
-                        checkout_step, self.cache, shared, thread_id, plan.step, bool(plan.attempts)
-                    ),
-                    plan.step,
-                    name,
-                )
-            except WorktreeError as exc:
-                return outcome_to_dict(_no_worktree(plan.step, exc))
-        root = tree.workspace.resolve() if tree else Path(params.workspace).resolve()
+        # One worktree per thread, reused step after step; a parallel branch of the thread
+        # running beside another step on this worker gets one of its own.
+        folder = thread_id if thread_id not in self.busy else f"{thread_id}.{plan.step}"
+        self.busy.add(folder)
+        try:
+            shared = SharedBranch.from_dict(params.worktree)
+            return outcome_to_dict(await self._on_branch(shared, plan, role, actor, folder))
+        except WorktreeError as exc:
+            failed = ActorFailed(
+                plan.step, f"the thread's worktree on this worker: {exc}", SuspendKind.ACTOR
+            )
+            return outcome_to_dict(failed)
+        finally:
+            self.busy.discard(folder)
+
+    async def _on_branch(
+        self, shared: SharedBranch, plan: StepPlan, role: Role, actor: Any, folder: str
+    ) -> Outcome:
+        """The step in this worker's worktree of the thread's branch, committed and pushed."""
+        name, thread_id = plan.role_name, plan.thread_id
+        checkout = self._git(
+            checkout_step, self.cache, shared, thread_id, plan.step, bool(plan.attempts), folder
+        )
+        tree, lease = await self._heartbeating(checkout, plan.step, name)
+        root = tree.workspace.resolve()
         outcome = await self._heartbeating(perform_step(plan, role, root, actor), plan.step, name)
-        if tree is not None and shared is not None and isinstance(outcome, Replied):
-            message = step_message(plan.step, params.role_name, _status(outcome), thread_id)
-            try:
-                await self._heartbeating(
-                    asyncio.to_thread(commit_step, tree, shared, message, lease), plan.step, name
-                )
-            except WorktreeError as exc:
-                return outcome_to_dict(_no_worktree(plan.step, exc))
-        return outcome_to_dict(outcome)
+        if isinstance(outcome, Replied):
+            message = step_message(plan.step, name, _status(outcome), thread_id)
+            commit = self._git(commit_step, tree, shared, message, lease)
+            await self._heartbeating(commit, plan.step, name)
+        return outcome
+
+    async def _git(self, function: Callable[..., T], *args: Any) -> T:
+        """`function` in a thread, one at a time on this worker: steps running at once share
+        the cache's mirror, whose refs git locks."""
+
+        def locked() -> T:
+            with self.git_lock:
+                return function(*args)
+
+        return await asyncio.to_thread(locked)
 
     async def _heartbeating(self, work: Awaitable[T], step: int, role: str) -> T:
         """Await `work`, heartbeating; a cancel stops it (see the module's docstring)."""
@@ -141,7 +166,3 @@ def _status(outcome: Replied) -> str:
     frontmatter, _ = parse_reply(outcome.text)
     status = (frontmatter or {}).get("$status")
     return str(status) if isinstance(status, str) and status else "?"
-
-
-def _no_worktree(step: int, exc: WorktreeError) -> Outcome:
-    return ActorFailed(step, f"the thread's worktree on this worker: {exc}", SuspendKind.ACTOR)

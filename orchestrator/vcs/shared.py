@@ -154,20 +154,27 @@ def start_of(mirror: Path, shared: SharedBranch, tip: str, step: int) -> tuple[s
 
 
 def checkout_step(
-    cache: Path, shared: SharedBranch, thread_id: str, step: int, repair: bool = False
+    cache: Path,
+    shared: SharedBranch,
+    thread_id: str,
+    step: int,
+    repair: bool = False,
+    folder: str | None = None,
 ) -> tuple[Worktree, str]:
     """The worker's worktree of the thread, at the files step `step` starts from; and the
     branch's tip it saw, the lease of the step's push (`commit_step`).
 
     A repair (the step's reply was rejected and the role is asked to fix it) starts from the
     files of the rejected attempt's commit instead, on top of the earlier step's commit, so its
-    own commit replaces that one: still one commit for the step."""
+    own commit replaces that one: still one commit for the step. `folder` names the worktree
+    (default: the thread's id; a parallel branch running beside another step of its thread on
+    the same worker needs one of its own)."""
     cache.mkdir(parents=True, exist_ok=True)
     mirror = mirror_of(cache.resolve(), shared.repository)
     tip = fetch(mirror, shared)
     start, own = start_of(mirror, shared, tip, step)
     files = own if repair and own is not None else start
-    path = cache.resolve() / "worktrees" / thread_id
+    path = cache.resolve() / "worktrees" / (folder or thread_id)
     tree = _existing(mirror, path, shared, thread_id)
     if tree is None:
         _mirror_git(mirror, ["worktree", "prune"])
