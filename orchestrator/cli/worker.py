@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import click
 
@@ -36,11 +37,20 @@ from .session import fail_session
     show_default=True,
     help="How many steps this worker runs at once.",
 )
-def worker(temporal: str, task_queue: str, max_concurrent: int) -> None:
+@click.option(
+    "--cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="ORCHESTRATOR_WORKER_CACHE",
+    default=None,
+    help="Where this worker keeps its worktrees of threads' branches "
+    "(default: $ORCHESTRATOR_WORKER_CACHE, else ~/.cache/orchestrator/worker).",
+)
+def worker(temporal: str, task_queue: str, max_concurrent: int, cache: Path | None) -> None:
     """Run threads on Temporal: their workflows (the moderator) and their steps (the actors).
 
     Start one or more on any machine that has what the roles need (the API key, the agents'
-    programs, the workspace folders at the same paths). Ctrl-C stops the worker; a step it was
+    programs, the workspace folders at the same paths, or the repository of a thread on a git
+    workspace). Ctrl-C stops the worker; a step it was
     running goes to another worker. See docs/scale-out.md.
     """
     try:
@@ -61,7 +71,13 @@ def worker(temporal: str, task_queue: str, max_concurrent: int) -> None:
 
     try:
         asyncio.run(
-            run_worker(temporal, task_queue=task_queue, max_concurrent=max_concurrent, ready=ready)
+            run_worker(
+                temporal,
+                task_queue=task_queue,
+                max_concurrent=max_concurrent,
+                ready=ready,
+                cache=cache,
+            )
         )
     except SessionError as exc:
         fail_session(exc)

@@ -24,6 +24,7 @@ class ThreadInput:
     as_child: bool = False  # a child workflow: it returns whenever it stops (children.py)
     recording: dict[str, Any] | None = None  # a replay: the recording the steps play
     replay_pace: float = 0.0
+    worktree: dict[str, Any] | None = None  # vcs/shared.SharedBranch: the thread's branch
     replaying: bool = False  # a replay whose recording comes with the first advance (update)
 
 
@@ -37,6 +38,7 @@ class StepInput:
     workspace: str
     replay: dict[str, Any] | None = None  # a replay: the recording whose step is played
     pace: float = 0.0
+    worktree: dict[str, Any] | None = None  # the thread's branch: the worker's worktree of it
 
 
 @dataclass

@@ -39,6 +39,7 @@ class TemporalRow(ThreadRow):
 
     task_queue: str = ""
     closed: bool = False
+    worktree: dict[str, Any] | None = None  # the thread's branch (vcs/shared.SharedBranch)
 
 
 async def row_of(found: WorkflowExecution) -> TemporalRow:
@@ -65,6 +66,7 @@ async def row_of(found: WorkflowExecution) -> TemporalRow:
         seq=int(memo.get("seq") or 0),
         task_queue=found.task_queue,
         closed=found.status != WorkflowExecutionStatus.RUNNING,
+        worktree=memo.get("worktree") if isinstance(memo.get("worktree"), dict) else None,
     )
 
 

@@ -4,7 +4,9 @@ The command line picks this session when `--temporal ADDRESS` (or `ORCHESTRATOR_
 given and otherwise does exactly what it does for a local thread:
 
     preflight, start        the graph lints clean, the inputs fit; the workflow is started with
-                            the thread's first event, its graph snapshot and how to run it
+                            the thread's first event, its graph snapshot and how to run it; on
+                            a git workspace, with its branch in a repository the workers reach
+                            (vcs/shared.py: each worker's worktree, a commit per step)
     advance                 a request (resume, answer) as an update, then the thread's events
                             followed live (queries) until it leaves `running`
     resume, answer, cancel  updates judged in the workflow; a completed thread is resumed as a
@@ -52,7 +54,9 @@ from ..run.session import Notify, SessionError, Started
 from ..run.waiting import Question, answer_errors, question_for
 from ..store.base import StoredEvent, ThreadNotFound, ThreadRow
 from ..store.ids import new_thread_id
-from ..vcs.worktrees import find_repo, needs_isolation
+from ..vcs.git_safe import WorktreeError
+from ..vcs.shared import SharedBranch, share
+from ..vcs.worktrees import needs_isolation
 from . import DEFAULT_TASK_QUEUE
 from .carried import CarriedGraphs
 from .client import READ_TIMEOUT, answered, connect
@@ -185,14 +189,16 @@ class TemporalSession(CarriedGraphs):
         """Start the thread's workflow; it runs on the workers from now on (a replay's once
         `advance` gives it the recording)."""
         check_inputs(graph, inputs)
-        if not (in_place or replay) and needs_isolation(graph) and find_repo(folder) is not None:
-            raise SessionError(
-                f"{folder} is a git repository and roles of '{graph.name}' edit files or run "
-                "commands: a thread on Temporal works in the folder itself (workers share no "
-                "worktree), so pass --in-place to let it, or run it locally"
-            )
         options = options or RunOptions()
         thread_id = thread_id or new_thread_id()
+        shared = (
+            None if in_place or replay or not needs_isolation(graph) else _share(folder, thread_id)
+        )
+        if shared is not None:
+            self.notify(
+                f"the thread's files: branch {shared.branch} of {shared.repository}, from "
+                f"{shared.base[:10]}; each worker commits every step there (docs/scale-out.md)"
+            )
         started = ThreadStarted(thread_id, graph.name, graph.hash, dict(inputs), str(folder))
         first = stored_to_dict(1, time.time(), started)
         params = ThreadInput(
@@ -205,6 +211,7 @@ class TemporalSession(CarriedGraphs):
             model=options.model,
             heartbeat_seconds=self.heartbeat_seconds,
             replaying=replay,
+            worktree=shared.to_dict() if shared else None,
         )
         await self._start_run(params, self.task_queue, summary=summary_line(graph, inputs))
         self._fresh[thread_id] = 1
@@ -301,6 +308,7 @@ class TemporalSession(CarriedGraphs):
                 heartbeat_seconds=self.heartbeat_seconds,
                 recording=recorded.recording if recorded is not None else None,
                 replay_pace=recorded.pace if recorded is not None else 0.0,
+                worktree=row.worktree,
             )
             await self._start_run(params, queue, summary=f"{row.graph} (resumed)")
             return
@@ -464,3 +472,16 @@ class TemporalSession(CarriedGraphs):
 
     def prune(self, *, dry_run: bool = False, branches: bool = False) -> list[Pruned]:
         raise SessionError("threads on Temporal have no worktrees here: nothing to prune")
+
+
+def _share(folder: Path, thread_id: str) -> SharedBranch | None:
+    """The thread's branch in the repository its workers reach, when `folder` is in a git
+    repository (vcs/shared.py); None to work in the folder itself."""
+    try:
+        return share(folder, thread_id)
+    except WorktreeError as exc:
+        raise SessionError(
+            f"cannot give the thread a branch its workers share: {exc} "
+            "(--in-place works in the folder itself)",
+            usage=False,
+        ) from None

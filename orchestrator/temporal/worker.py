@@ -4,7 +4,8 @@ A worker runs threads' workflows (the moderator) and their steps (the actors) fr
 queue. Any number of workers may share a queue; the server hands each workflow task and each
 step to one of them. A worker needs no graph files (a thread carries its graph) but it needs
 what the actors need: the API key for roles Claude plays, the programs of command roles, the
-workspace folders at the same paths, and bubblewrap for sandboxed roles.
+workspace folders at the same paths (or, for a thread on a git workspace, its repository:
+the worker works in a worktree of its own cache), and bubblewrap for sandboxed roles.
 
 SIGINT or SIGTERM stops it: steps in flight get `GRACE` to finish, then go back to the workflow,
 which runs them on another worker.
@@ -16,6 +17,7 @@ import asyncio
 import signal
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -58,6 +60,7 @@ async def run_worker(
     max_concurrent: int = 10,
     ready: Callable[[], None] | None = None,
     stop: asyncio.Event | None = None,
+    cache: Path | None = None,
 ) -> None:
     """Serve the task queue until SIGINT or SIGTERM (or until `stop` is set)."""
     # deferred, and done now: the Anthropic SDK takes a while to import, which in a worker's
@@ -65,7 +68,7 @@ async def run_worker(
     import anthropic  # noqa: F401
 
     client = await connect(address)
-    activities = StepActivities()
+    activities = StepActivities(cache=cache)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

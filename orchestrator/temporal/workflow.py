@@ -39,8 +39,10 @@ the same number and the log says so. After MAX_LOST such losses in a row, or any
 the activity, the step suspends (kind `actor`, or `timeout`) and can be resumed.
 
 Readers. Queries return the events (paged) and the graph; the memo holds the thread's summary row
-for `threads list`, so listing reads no log. Long threads continue as new with their log.
-Everything here is deterministic: the clock is the workflow's, ids are made by the client.
+for `threads list`, so listing reads no log; it is written when the row changes (a state, a
+step started or committed, a cost), never on a clock. Long threads continue as new with their log.
+Everything here is deterministic: no decision follows from the clock (it only stamps events),
+ids are made by the client; tests/test_temporal_kill_polling.py replays every history.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ MEMO_KEY = "thread"
 WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on a stopping worker
 MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
-MEMO_EVERY = 2.0  # seconds (workflow time) between memo updates of a running thread
+RIDING = ("seq", "updated")  # memo fields written with a change of the row, never causing one
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
 
 
@@ -135,6 +137,7 @@ class ThreadWorkflow(ChildThreads):
         self.max_steps = params.max_steps
         self.model = params.model
         self.heartbeat = timedelta(seconds=params.heartbeat_seconds)
+        self.worktree = params.worktree
         self.log: list[dict[str, Any]] = []
         self.sizes: list[int] = []  # each stored event's JSON size, for paging
         self.state = ThreadState()
@@ -146,7 +149,6 @@ class ThreadWorkflow(ChildThreads):
         self.stopped = False  # the steps in flight were stopped by a cancel or an interrupt
         self.lost = (0, 0)  # (step, how many times its worker was lost)
         self.memo: dict[str, Any] = {}
-        self.memo_at = 0.0  # when the memo was last written, in workflow time
 
     # ------------------------------------------------------------------ the loop
 
@@ -216,6 +218,7 @@ class ThreadWorkflow(ChildThreads):
             self.state.workspace,
             self.recording,
             self.replay_pace,
+            self.worktree,
         )
         self._publish()
         self.stopped = False
@@ -312,14 +315,19 @@ class ThreadWorkflow(ChildThreads):
             recording=self.recording,
             replay_pace=self.replay_pace,
             replaying=self.replaying,
+            worktree=self.worktree,
         )
 
     def _publish(self) -> None:
         """The summary row in the memo (for `threads list`) and a line for Temporal's UI.
 
-        Each memo update is a history event and a write of the server's visibility store, so a
-        running thread's row is brought up to date at most every MEMO_EVERY seconds; a change
-        of state is written at once."""
+        Each memo update is a command (a history event), so whether one is made must follow
+        from the log alone, never from the clock: a worker that replays the history (taking
+        over the thread, or answering a query) must make the same commands at the same points,
+        or the replay fails with a nondeterminism error (and so does every later query). The
+        row is written when what it shows changes: the state, a committed step, the cost, the
+        reason, the graph, the steps in flight; not for every event (`seq` and `updated` ride
+        along)."""
         s = self.state
         row = {
             "graph": s.graph,
@@ -332,14 +340,17 @@ class ThreadWorkflow(ChildThreads):
             "input_tokens": s.input_tokens,
             "output_tokens": s.output_tokens,
             "reason": s.reason or "",
-            "seq": len(self.log),
+            # the steps in flight: a step starting is news too (the web page's live feed reads
+            # the log when `seq` moves)
+            "flying": sorted(
+                [s.in_flight.step] if s.in_flight else list(s.fanout.flights) if s.fanout else []
+            ),
         }
-        now = workflow.now().timestamp()
-        changed = {k: v for k, v in self.memo.items() if k != "updated"} != row
-        due = self.memo.get("state") != row["state"] or now - self.memo_at >= MEMO_EVERY
-        if changed and due:
-            self.memo = {**row, "updated": self.log[-1]["at"] if self.log else 0.0}
-            self.memo_at = now
+        if self.worktree is not None:  # a resume of the ended thread carries it on
+            row["worktree"] = self.worktree
+        if {k: v for k, v in self.memo.items() if k not in RIDING} != row:
+            updated = self.log[-1]["at"] if self.log else 0.0
+            self.memo = {**row, "seq": len(self.log), "updated": updated}
             workflow.upsert_memo({MEMO_KEY: self.memo})
         f = s.in_flight
         doing = f" · step {f.step}: {f.role}" if f is not None and s.status == "running" else ""

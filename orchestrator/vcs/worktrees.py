@@ -320,7 +320,7 @@ def ensure_worktree(tree: Worktree) -> bool:
     return True
 
 
-def _identity(tree: Worktree) -> dict[str, str]:
+def identity(tree: Worktree) -> dict[str, str]:
     """Author and committer for the commit: the user's, or a fallback when git has none."""
     env: dict[str, str] = {}
     name = tree_git(tree, ["config", "user.name"], check=False).stdout.strip()
@@ -387,7 +387,7 @@ def finish_worktree(tree: Worktree, message: str) -> Outcome:
             # --allow-empty: git's own check would miss a staged nested repository (SAFE_CONFIG
             # ignores submodules); `staged` above, on index and HEAD alone, did not.
             ["commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-"],
-            env=_identity(tree),
+            env=identity(tree),
             input=message,
         )
         commit = tree_git(tree, ["rev-parse", "HEAD"]).stdout.strip()
