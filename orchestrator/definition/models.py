@@ -131,7 +131,9 @@ class Role(_Frozen):
         description="a library role to start from, or claude:NAME / opencode:NAME for a Claude "
         "Code or OpenCode agent file",
     )
-    model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
+    model: str | None = Field(
+        None, description="alias (opus | sonnet | haiku), a model id, or PROVIDER:MODEL"
+    )
     max_tokens: int | None = Field(None, gt=0, strict=True)
     temperature: float | None = Field(None, ge=0, le=1, strict=True)  # 0.5, not "0.5"
     tools: list[ToolEntry] = Field(

@@ -23,6 +23,7 @@ CODES: dict[str, Severity] = {
     "unmapped-tool": "warning",
     "unmapped-model": "warning",
     "unknown-model": "warning",
+    "unknown-provider": "error",
     "unreadable": "error",
     "unknown-python": "error",
     "unknown-graph": "error",
