@@ -1,0 +1,112 @@
+"""Attacks on the keys of the providers beyond Anthropic (docs/security.md, docs/models.md).
+
+Each attack sits beside a control that shows the test can see the attack succeed:
+- an OpenAI-compatible server declared without a key never receives OPENAI_API_KEY, which the
+  `openai` package would send it by itself;
+- a key in a workspace file the model reads through a tool reaches no request the model gets;
+- a variable a models file names as a provider's key reaches no command a role runs, even when
+  the role lists it under `env:` (under bubblewrap and the unshare fallback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import openai
+import pytest
+
+from orchestrator.actors.openai_chat import OpenAIActor
+from orchestrator.definition.model_config import load_config
+from orchestrator.tools import ToolBox
+from tests.anthropic_fixtures import READY, make_request, make_role
+from tests.openai_fixtures import LOCAL_KEY, OPENAI_KEY, local_provider
+
+EDITOR = "str_replace_based_edit_tool"
+
+
+def _play(actor: OpenAIActor, **kw: object) -> None:
+    async def go() -> None:
+        try:
+            await actor.play(make_request(**kw))  # type: ignore[arg-type]
+        finally:
+            await actor.aclose()
+
+    asyncio.run(go())
+
+
+def test_attack_a_keyless_local_server_never_gets_the_openai_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    with local_provider(monkeypatch, tmp_path, key=False) as server:
+        server.reply_text(READY)
+        _play(OpenAIActor("local", max_retries=0), model="local:qwen3-coder")
+        assert server.requests
+        assert all(OPENAI_KEY.encode() not in r.raw for r in server.requests)
+        assert all(OPENAI_KEY not in str(r.headers) for r in server.requests)
+
+        # The control: the `openai` package given no key reads OPENAI_API_KEY by itself and
+        # sends it to whatever server it is pointed at.
+        server.reply_text(READY)
+        naive = openai.OpenAI(base_url=server.url, max_retries=0)
+        naive.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert server.requests[-1].headers["authorization"] == f"Bearer {OPENAI_KEY}"
+
+
+def test_attack_a_key_in_a_workspace_file_reaches_no_request(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text(f"visible-marker-5d1\nLOCAL_LLM_KEY={LOCAL_KEY}\n")
+    with local_provider(monkeypatch, tmp_path) as server:
+        server.reply_tool_call(EDITOR, {"command": "view", "path": "notes.txt"})
+        server.reply_text(READY)
+        _play(
+            OpenAIActor("local", max_retries=0),
+            role=make_role(("read",)),
+            workspace=ws,
+            model="local:qwen3-coder",
+        )
+        result = server.chat_requests[-1]["messages"][-1]
+        assert result["role"] == "tool"
+        assert "visible-marker-5d1" in result["content"]  # the control: the file was read
+        assert LOCAL_KEY not in result["content"] and "[redacted]" in result["content"]
+        bodies = [r.raw for r in server.requests]
+        assert all(LOCAL_KEY.encode() not in body for body in bodies)
+
+
+def test_attack_a_declared_key_reaches_no_command_even_when_listed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mechanism: str
+) -> None:
+    monkeypatch.setenv("LOCAL_LLM_KEY", LOCAL_KEY)
+    other = "plain-value-not-secret-9"
+    monkeypatch.setenv("LOCAL_LLM_MODE", other)
+    models = tmp_path / "m.yaml"
+    models.write_text(
+        "providers: {local: {base_url: 'http://127.0.0.1:9/v1', api_key_env: LOCAL_LLM_KEY}}\n"
+    )
+    monkeypatch.setenv("ORCHESTRATOR_MODELS_FILE", str(models))
+    load_config()  # the models file names LOCAL_LLM_KEY as a provider's key
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = ToolBox(ws, ["shell"], passed=("LOCAL_LLM_KEY", "LOCAL_LLM_MODE"))
+    text, error = asyncio.run(box.run("bash", {"command": "env"}))
+    assert not error, text
+    assert f"LOCAL_LLM_MODE={other}" in text  # the control: a listed variable is passed
+    assert "LOCAL_LLM_KEY" not in text and LOCAL_KEY not in text
+
+
+def test_a_role_that_lists_a_declared_key_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    models = tmp_path / "m.yaml"
+    models.write_text(
+        "providers: {local: {base_url: 'http://127.0.0.1:9/v1', api_key_env: MY_LLM_TOKEN_X}}\n"
+    )
+    monkeypatch.setenv("ORCHESTRATOR_MODELS_FILE", str(models))
+    make_role(env=["MY_LLM_TOKEN_X"])  # the control: before the file is read, a plain name
+    load_config()
+    with pytest.raises(ValueError, match="MY_LLM_TOKEN_X is a model provider's key"):
+        make_role(env=["MY_LLM_TOKEN_X"])
