@@ -35,6 +35,7 @@ SEMANTIC = {
     "unmapped-tool": "an agent file's tool name: another file",
     "unmapped-model": "an agent file's model: another file",
     "unknown-model": "an agent file's model: another file",
+    "unknown-provider": "whether a PROVIDER:MODEL names a provider of the models file",
     "unreadable": "a file that cannot be read",
     "unknown-python": "whether a Python module:function imports",
     "unknown-graph": "whether a child graph file exists",

@@ -57,7 +57,7 @@ class ModelActor:
         return self._actors[ref.provider]
 
     async def play(self, request: ActRequest) -> ActReply:
-        models = [request.model, *getattr(request.role, "fallback", ())]
+        models = [request.model, *request.role.fallback]
         usage, cost = Usage(), 0.0
         failures: list[str] = []
         for i, model in enumerate(models):

@@ -113,6 +113,19 @@ def split_ref(ref: str, providers: dict[str, Provider]) -> ModelRef:
     )
 
 
+def provider_of(model: str | None) -> str | None:
+    """The provider a recorded step's model names (its `PROVIDER:` prefix, else Anthropic's),
+    without the models file: for showing what a thread recorded."""
+    if not model:
+        return None
+    match = _PREFIX.fullmatch(model)
+    return match.group(1).lower() if match else ANTHROPIC
+
+
+# The provider's name in OpenTelemetry's GenAI conventions (`gen_ai.provider.name`).
+OTEL_NAMES = {"bedrock": "aws.bedrock", "vertex": "gcp.vertex_ai"}
+
+
 def anthropic_id(ref: ModelRef) -> str | None:
     """The Anthropic model id a Bedrock or Vertex id stands for (for its price), else None:
     `us.anthropic.claude-sonnet-4-5-20250929-v1:0` and `claude-sonnet-4-5@20250929` are

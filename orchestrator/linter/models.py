@@ -35,8 +35,7 @@ def check_models(view: GraphView) -> None:
             where = ("roles", name)
         settings = [(role.model or graph.defaults.model, where)]
         settings += [
-            (model, ("roles", name, "fallback", i))
-            for i, model in enumerate(getattr(role, "fallback", None) or ())
+            (model, ("roles", name, "fallback", i)) for i, model in enumerate(role.fallback)
         ]
         for setting, path in settings:
             try:
