@@ -270,7 +270,12 @@ class OpenAIActor:
 
         try:
             async with asyncio.timeout(self.deadline):
-                return await wire.complete(client, params, stream=self.stream, on_text=on_text)
+                return await wire.complete(
+                    client,
+                    params,
+                    stream=self.stream,
+                    on_text=on_text if progress.callback is not None else None,
+                )
         except TimeoutError:
             raise ActorError(
                 f"the call to the model did not finish within {self.deadline:g} s "
