@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from orchestrator import run_thread
+from orchestrator.actors.recording import recording_from_events
 from orchestrator.core.events import AttemptRejected, StepCommitted
 from orchestrator.core.outcomes import ResumeRequested
 from orchestrator.definition.models import Graph
@@ -145,6 +146,9 @@ def test_three_roles_on_an_openai_compatible_server(
     # The shell ran without the key; the key is in no file of the store and in no request body.
     env_result = script.bodies["developer"][2]["messages"][-1]["content"]
     assert "PATH=" in env_result and LOCAL_KEY not in env_result
+    recording = recording_from_events([e.event for e in store.events(result.thread_id)])
+    assert LOCAL_KEY not in recording.dump()
+    assert {s.model for s in recording.steps} == {"local:qwen3-coder"}
     store.close()
     for path in (tmp_path / "store").rglob("*"):
         if path.is_file():
