@@ -204,3 +204,17 @@ def test_validate_reports_an_unpriced_model_under_a_cost_limit(
     assert "'openai:gpt-5' has no price" in found[0][1]
     assert _problems(tmp_path, "local:qwen3-coder-30b", limit) == []  # priced at 0
     assert _problems(tmp_path, "openai:gpt-5") == []  # no cost limit
+
+
+def test_validate_reports_tools_on_a_model_without_tool_calls(
+    models_file: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "g.yaml"
+    text = textwrap.dedent(GRAPH.format(model="router:tiny", head=""))
+    path.write_text(
+        text.replace("    goal: You triage.\n", "    goal: You triage.\n    tools: [read]\n")
+    )
+    found = [p for p in lint_graph_file(path) if p.code == "no-tool-calls"]
+    assert len(found) == 1 and "'router:tiny' takes no tool calls" in found[0].message
+    path.write_text(text)  # the control: the same model without tools
+    assert [p for p in lint_graph_file(path) if p.code == "no-tool-calls"] == []

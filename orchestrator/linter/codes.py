@@ -24,6 +24,7 @@ CODES: dict[str, Severity] = {
     "unmapped-model": "warning",
     "unknown-model": "warning",
     "unknown-provider": "error",
+    "no-tool-calls": "error",
     "unreadable": "error",
     "unknown-python": "error",
     "unknown-graph": "error",
