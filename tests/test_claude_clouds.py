@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,8 @@ from orchestrator.actors.base import ActReply, ActRequest
 from orchestrator.actors.routing import ModelActor
 from orchestrator.definition.model_config import cost_usd
 from orchestrator.definition.secret_names import is_provider_key
-from orchestrator.testing.fake_anthropic import FakeResponse
 from orchestrator.testing.fake_anthropic.cloud import FakeClaudeCloud
-from tests.anthropic_fixtures import READY, make_request, make_role
+from tests.anthropic_fixtures import READY, make_request
 
 BEDROCK_TOKEN = "bedrock-api-key-not-real-3b7e1f"
 VERTEX_TOKEN = "ya29.vertex-token-not-real-9d4c"
@@ -124,20 +122,3 @@ def test_the_clouds_credentials_are_providers_keys() -> None:
     ):
         assert is_provider_key(name), name
     assert not is_provider_key("CLOUD_ML_REGION")  # the control: a setting, not a secret
-
-
-@pytest.mark.parametrize("cloud", ["bedrock", "vertex"])
-def test_attack_a_cloud_token_in_a_workspace_file_reaches_no_request(
-    request: pytest.FixtureRequest, tmp_path: Path, cloud: str
-) -> None:
-    server: FakeClaudeCloud = request.getfixturevalue(cloud)
-    token = BEDROCK_TOKEN if cloud == "bedrock" else VERTEX_TOKEN
-    (tmp_path / "creds.txt").write_text(f"visible-marker-77a\ntoken={token}\n")
-    server.reply(FakeResponse.tool_use(EDITOR, {"command": "view", "path": "creds.txt"}))
-    server.reply_text(READY)
-    model = f"bedrock:{BEDROCK_MODEL}" if cloud == "bedrock" else "vertex:claude-opus-4-1"
-    play(make_request(make_role(("read",)), workspace=tmp_path, model=model))
-    result = server.requests[-1].body["messages"][-1]["content"][0]["content"]
-    assert "visible-marker-77a" in result  # the control: the file's text went back
-    assert token not in result and "[redacted]" in result
-    assert all(token.encode() not in r.raw for r in server.requests)

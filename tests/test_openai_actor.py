@@ -130,3 +130,11 @@ def test_the_openai_provider(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv("OPENAI_API_KEY")
         with pytest.raises(ActorError, match="no key for the OpenAI API: set OPENAI_API_KEY"):
             play(OpenAIActor("openai"), make_request(model="openai:gpt-5"))
+
+
+def test_a_call_that_never_finishes_meets_the_deadline(server: FakeOpenAI) -> None:
+    server.reply(ChatResponse(text=READY, delay=30))  # the SDK's own read timeout is 10 s
+    with pytest.raises(ActorError) as caught:
+        play(local(deadline=0.5), make_request(**REQUEST))
+    assert caught.value.kind == "timeout"
+    assert "did not finish within 0.5 s" in caught.value.message

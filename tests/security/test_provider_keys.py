@@ -167,3 +167,25 @@ def test_a_found_file_may_declare_a_local_server_without_a_key_and_it_is_announc
     found = load_config().found_changes()
     assert found is not None
     assert "provider ollama (openai-compatible) at http://127.0.0.1:11434/v1" in found["changes"]
+
+
+def test_attack_a_server_echoing_the_key_in_its_error_is_redacted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A hostile (or careless) server puts the key it was sent into its error message, which
+    becomes the thread's suspend reason: stored and shown. It is redacted there."""
+    from orchestrator.actors.base import ActorError
+
+    echo = f"invalid key {LOCAL_KEY} for this model"
+    with local_provider(monkeypatch, tmp_path) as server:
+        server.fail(status=400, message=echo)
+        with pytest.raises(ActorError) as caught:
+            _play(OpenAIActor("local", max_retries=0), model="local:qwen3-coder")
+        assert LOCAL_KEY not in caught.value.message
+        assert "invalid key [redacted] for this model" in caught.value.message
+        # The control: the SDK's own exception carries the key as the server sent it.
+        server.fail(status=400, message=echo)
+        naive = openai.OpenAI(base_url=server.url, api_key=LOCAL_KEY, max_retries=0)
+        with pytest.raises(openai.BadRequestError) as raw:
+            naive.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert LOCAL_KEY in str(raw.value)
