@@ -31,6 +31,12 @@ message or a tool's environment, tool output is redacted of it (`tools/scrub.py`
 tool runs in the role's sandbox (`tools/sandbox.py`), where the orchestrator's process and its
 environment are out of sight.
 
+Endpoints. `provider` is `anthropic` (the Messages API), `bedrock` or `vertex` (Claude on Amazon
+Bedrock or Google Vertex AI, through the SDK's own clients: anthropic_clients.py); the requests,
+caching breakpoints, tools and ledger are the same. The model a step records is the reference
+`definition/providers.py` spells (`bedrock:ID`, or Anthropic's bare id), so the ledger names
+the provider; its price is the table's (a Bedrock or Vertex id as the Claude model it names).
+
 `anthropic` takes about a second to import, so it is imported on the first `play()`, never at
 module import: the command line stays fast for everything that does not call a model.
 """
@@ -336,7 +342,7 @@ class AnthropicActor:
         if self._client is not None:
             where = str(self._client.base_url)
         else:
-            where = self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or self.provider
+            where = self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
         return redact_url_credentials(where)
 
     def _scrub(self, text: str) -> str:
