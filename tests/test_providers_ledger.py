@@ -155,3 +155,27 @@ def test_validate_checks_the_fallback_models(
     found = [(p.code, p.message) for p in lint_graph_file(path) if p.code == "unknown-provider"]
     assert [code for code, _ in found] == ["unknown-provider", "unknown-provider"]
     assert any("'nowhere'" in message for _, message in found)
+
+
+def test_run_asks_for_the_key_of_each_provider_its_roles_run_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, make_graph: Callable[..., Graph]
+) -> None:
+    from orchestrator.run.errors import SessionError
+    from orchestrator.run.preflight import check_credentials
+
+    models = tmp_path / "m.yaml"
+    models.write_text(
+        "providers: {local: {base_url: 'http://127.0.0.1:9/v1', api_key_env: LOCAL_LLM_KEY}}\n"
+    )
+    monkeypatch.setenv("ORCHESTRATOR_MODELS_FILE", str(models))
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LOCAL_LLM_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    only_local = make_graph(GRAPH.replace("model: sonnet", "model: local:qwen3-coder"))
+    with pytest.raises(SessionError, match="provider 'local': set LOCAL_LLM_KEY"):
+        check_credentials(only_local)
+    monkeypatch.setenv("LOCAL_LLM_KEY", "sk-local")
+    check_credentials(only_local)  # no Anthropic key needed: no role runs on Claude
+    with pytest.raises(SessionError, match="No Anthropic API key"):
+        check_credentials(make_graph(GRAPH))
+    with pytest.raises(SessionError, match="provider 'openai': set OPENAI_API_KEY"):
+        check_credentials(only_local, "openai:gpt-5")  # --model for every role
