@@ -8,7 +8,9 @@ the whole of `OpenAIActor.play` (the prompt built from the request, the function
 stream put together, the usage and cost), `--concurrency` at a time with one shared client. The
 raw client makes the same requests (the exact body the actor sends, recorded from one step),
 streams each to its end, with the same concurrency and client settings. The goal: the actor at
-least 95% of the raw client's throughput at 10 threads.
+least 95% of the raw client's throughput at 10 threads. Beside the wall-clock figures, the
+client process's CPU time per step: on a machine shared with other work the wall-clock ratio
+moves with the load, the CPU figures much less.
 
     python bench/providers.py [--steps 300] [--concurrency 10] [--latency 0.05] [--repeat 2]
 """
@@ -78,7 +80,7 @@ def request(model: str) -> Any:
     )
 
 
-async def run_actor(steps: int, concurrency: int, model: str) -> float:
+async def run_actor(steps: int, concurrency: int, model: str) -> tuple[float, float]:
     from orchestrator.actors.openai_chat import OpenAIActor
 
     actor = OpenAIActor("bench", max_retries=0, timeout=30.0)
@@ -90,14 +92,16 @@ async def run_actor(steps: int, concurrency: int, model: str) -> float:
         async with limit:
             await actor.play(req)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one() for _ in range(steps)))
-    took = time.perf_counter() - started
+    took, used = time.perf_counter() - started, time.process_time() - cpu
     await actor.aclose()
-    return took
+    return took, used
 
 
-async def run_raw(steps: int, concurrency: int, url: str, body: dict[str, Any]) -> float:
+async def run_raw(
+    steps: int, concurrency: int, url: str, body: dict[str, Any]
+) -> tuple[float, float]:
     import openai
 
     client = openai.AsyncOpenAI(
@@ -123,11 +127,11 @@ async def run_raw(steps: int, concurrency: int, url: str, body: dict[str, Any]) 
         async with limit:
             await call()
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one() for _ in range(steps)))
-    took = time.perf_counter() - started
+    took, used = time.perf_counter() - started, time.process_time() - cpu
     await client.close()
-    return took
+    return took, used
 
 
 def recorded_body(model: str) -> dict[str, Any]:
@@ -164,13 +168,12 @@ def main() -> None:
     process, url = start_server(args.latency)
     try:
         os.environ["ORCHESTRATOR_MODELS_FILE"] = write_models(url)
-        actor = min(
-            asyncio.run(run_actor(args.steps, args.concurrency, model)) for _ in range(args.repeat)
-        )
-        raw = min(
-            asyncio.run(run_raw(args.steps, args.concurrency, url, body))
-            for _ in range(args.repeat)
-        )
+        # Interleaved, best of each: the machine's load drifts during a run.
+        actors, raws = [], []
+        for _ in range(args.repeat):
+            raws.append(asyncio.run(run_raw(args.steps, args.concurrency, url, body)))
+            actors.append(asyncio.run(run_actor(args.steps, args.concurrency, model)))
+        (actor, actor_cpu), (raw, raw_cpu) = min(actors), min(raws)
     finally:
         assert process.stdin is not None
         process.stdin.close()
@@ -184,7 +187,14 @@ def main() -> None:
     print(f"  raw openai client   {args.steps / raw:8.1f} steps/s")
     print(f"  OpenAI-style actor  {args.steps / actor:8.1f} steps/s")
     print(f"  actor / raw         {ratio:8.1%}   (goal: at least 95%)")
-    print(f"  overhead per step   {overhead_ms:8.2f} ms")
+    print(f"  overhead per step   {overhead_ms:8.2f} ms (wall, at this concurrency)")
+    # The client's own CPU time (the server runs in another process): what the machine's load
+    # blurs least.
+    print(
+        f"  client CPU per step {raw_cpu / args.steps * 1000:8.2f} ms raw, "
+        f"{actor_cpu / args.steps * 1000:.2f} ms actor "
+        f"(the actor at {raw_cpu / actor_cpu:.1%} of the raw client's CPU throughput)"
+    )
 
 
 if __name__ == "__main__":

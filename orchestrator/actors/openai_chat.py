@@ -122,6 +122,9 @@ class OpenAIActor:
         except (KeyError, ModelConfigError) as exc:
             raise ActorError(f"the model provider '{self.provider_name}': {exc}", "config") from exc
         try:
+            if all(isinstance(entry, str) for entry in request.role.tools):
+                # No Python or MCP tools: nothing to load or start for this step.
+                return await self._play(request, spec, spent, [])
             async with extra_tools(
                 request.role, request.role_name, request.workspace, request.boundary
             ) as extra:
