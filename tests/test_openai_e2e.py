@@ -195,3 +195,42 @@ def test_a_rate_limit_is_retried_with_backoff(
     )
     assert result.state == "completed", result.reason
     assert len(server.chat_requests) == 2 + 10  # two refused, then the whole thread
+
+
+def test_python_and_mcp_tools_as_function_tools(server: FakeOpenAI, tmp_path: Path) -> None:
+    """A role's Python function and MCP server tools are offered as function tools with their
+    schemas, run by the same tool layer, and their results go back as tool messages."""
+    import sys
+
+    from tests.tool_project import graph, make_project
+
+    project = make_project(tmp_path)
+    server.reply(
+        ChatResponse(tool_calls=[("count_words", {"path": "notes.txt", "minimum": 2})]),
+        ChatResponse(tool_calls=[("notes__count", {"text": "one two three"})]),
+        ChatResponse("---\nwords: 3\n---\nCounted."),
+    )
+    command = f"[{sys.executable}, {project / 'notes_server.py'}]"
+    tools = f'[read, {{python: "wordtools:count_words"}}, {{mcp: {{command: {command}}}}}]'
+    path = graph(project, tools)
+    path.write_text(
+        path.read_text().replace("roles:\n", "defaults: {model: 'local:qwen3-coder'}\nroles:\n")
+    )
+    result = run_thread(
+        path,
+        {"task": "count"},
+        store=SqliteStore(tmp_path / "store"),
+        workspace=tmp_path / "ws",
+        options=RunOptions(max_retries=0, timeout=10),
+    )
+    assert (result.state, result.final) == ("completed", "3 words"), result.reason
+    first, second, third = server.chat_requests
+    offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
+    assert {"count_words", "notes__count"} <= set(offered)
+    assert set(offered["count_words"]["parameters"]["properties"]) == {"path", "minimum"}
+    assert second["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": second["messages"][-2]["tool_calls"][0]["id"],
+        "content": '{"words": 4}',
+    }
+    assert "3" in third["messages"][-1]["content"]
