@@ -35,6 +35,8 @@ SEMANTIC = {
     "unmapped-tool": "an agent file's tool name: another file",
     "unmapped-model": "an agent file's model: another file",
     "unknown-model": "an agent file's model: another file",
+    "unknown-provider": "whether a PROVIDER:MODEL names a provider of the models file",
+    "no-tool-calls": "whether the models file says a role's model takes tool calls",
     "unreadable": "a file that cannot be read",
     "unknown-python": "whether a Python module:function imports",
     "unknown-graph": "whether a child graph file exists",

@@ -31,6 +31,12 @@ message or a tool's environment, tool output is redacted of it (`tools/scrub.py`
 tool runs in the role's sandbox (`tools/sandbox.py`), where the orchestrator's process and its
 environment are out of sight.
 
+Endpoints. `provider` is `anthropic` (the Messages API), `bedrock` or `vertex` (Claude on Amazon
+Bedrock or Google Vertex AI, through the SDK's own clients: anthropic_clients.py); the requests,
+caching breakpoints, tools and ledger are the same. The model a step records is the reference
+`definition/providers.py` spells (`bedrock:ID`, or Anthropic's bare id), so the ledger names
+the provider; its price is the table's (a Bedrock or Vertex id as the Claude model it names).
+
 `anthropic` takes about a second to import, so it is imported on the first `play()`, never at
 module import: the command line stays fast for everything that does not call a model.
 """
@@ -42,11 +48,13 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..definition.model_config import ModelConfigError, cost_usd, resolve_model
+from ..definition.model_config import ModelConfigError, cost_usd, model_ref
 from ..tools import ToolBox, tool_definitions
 from ..tools.role_tools import ToolSetupFailed, extra_tools
 from ..tools.scrub import Secrets, redact_url_credentials
 from ..tools.toolbox import ExtraTool
+from .anthropic_clients import claude_client
+from .anthropic_errors import IncompleteStream, describe_failure, failure_kind
 from .base import ActorError, ActReply, ActRequest, Usage
 from .progress import StepProgress
 from .prompting import HISTORY_BUDGET, repair_message, system_prompt, visit_message
@@ -60,29 +68,10 @@ DEFAULT_TIMEOUT = 600.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_TOOL_ROUNDS = 50
 EPHEMERAL = {"type": "ephemeral"}
-RETRIED_STATUSES = frozenset({408, 409, 429})
-STATUS_LABELS = {
-    400: "rejected the request",
-    401: "authentication failed",
-    403: "permission denied",
-    404: "not found",
-    408: "request timeout",
-    413: "request too large",
-    429: "rate limit",
-    500: "internal server error",
-    502: "bad gateway",
-    503: "unavailable",
-    504: "gateway timeout",
-    529: "overloaded",
-}
 NO_KEY = (
     "No Anthropic API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
     "or run with --replay RECORDING to replay a recorded thread without calling a model."
 )
-
-
-class _IncompleteStream(Exception):
-    """The event stream ended without `message_stop`."""
 
 
 def env_credentials() -> dict[str, str]:
@@ -123,7 +112,9 @@ class AnthropicActor:
         shell_timeout: float = 120.0,
         history_budget: int = HISTORY_BUDGET,
         deadline: float | None = None,
+        provider: str = "anthropic",
     ):
+        self.provider = provider  # anthropic, bedrock or vertex (anthropic_clients.py)
         self._api_key = api_key
         self._base_url = base_url
         self.max_retries = max_retries
@@ -178,7 +169,8 @@ class AnthropicActor:
         client = self._get_client()
         role = request.role
         # The request carries the role's settings already resolved (run/actors.py: model_settings).
-        model = resolve_model(request.model or self.default_model)
+        ref = model_ref(request.model or self.default_model)
+        model = ref.model  # the id the provider knows; `ref.ref` names the provider too
         system = system_prompt(role, request.role_name)
         tools = tool_definitions(role) + [tool.definition() for tool in extra]
         message = visit_message(request, self.history_budget)
@@ -199,7 +191,7 @@ class AnthropicActor:
                 conversation=conversation,
             )
             progress.call_start(
-                model,
+                ref.ref,
                 server=self._where(),
                 max_tokens=params["max_tokens"],
                 temperature=request.temperature,
@@ -215,7 +207,7 @@ class AnthropicActor:
             used = _usage(reply)
             usage = usage + used
             progress.call_done(used.to_dict(), reply)
-            spent.model, spent.usage = model, usage
+            spent.model, spent.usage = ref.ref, usage
             if reply.stop_reason != "tool_use" or not any(
                 b.type == "tool_use" for b in reply.content
             ):
@@ -265,8 +257,8 @@ class AnthropicActor:
             text=text,
             message=message,
             usage=usage,
-            cost_usd=cost_usd(model, usage),
-            model=model,
+            cost_usd=cost_usd(ref.ref, usage),
+            model=ref.ref,
             tool_calls=tool_calls,
         )
 
@@ -298,7 +290,7 @@ class AnthropicActor:
                 if event.type == "message_stop":
                     finished = True
             if not finished:
-                raise _IncompleteStream()
+                raise IncompleteStream()
             return await stream.get_final_message()
 
     # ------------------------------------------------------------------ the client
@@ -306,6 +298,13 @@ class AnthropicActor:
     def _get_client(self) -> AsyncAnthropic:
         loop = asyncio.get_running_loop()
         if self._client is not None and self._client_loop is loop:
+            return self._client
+        if self.provider != "anthropic":
+            self._client, self._secret = claude_client(
+                self.provider, base_url=self._base_url, max_retries=self.max_retries,
+                timeout=self.timeout,
+            )  # fmt: skip
+            self._client_loop = loop
             return self._client
         credentials = {"api_key": self._api_key} if self._api_key else env_credentials()
         if not credentials:
@@ -330,59 +329,13 @@ class AnthropicActor:
 
     # ------------------------------------------------------------------ errors
 
-    @staticmethod
-    def _kind(exc: BaseException) -> str:
-        """A rate limit is its own kind: a batch slows down for it instead of failing."""
-        import anthropic  # deferred: about a second of import time
-
-        if isinstance(exc, anthropic.RateLimitError):
-            return "rate-limit"
-        if isinstance(exc, anthropic.APITimeoutError):
-            return "timeout"
-        return "provider"
+    def _kind(self, exc: BaseException) -> str:
+        return failure_kind(exc)
 
     def _describe(self, exc: BaseException) -> str:
-        import anthropic  # deferred: about a second of import time
-
-        attempts = self.max_retries + 1
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            label = STATUS_LABELS.get(status, "error")
-            detail = exc.api_message or _body_message(exc.body) or exc.message
-            retried = status in RETRIED_STATUSES or status >= 500
-            tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if retried else ""
-            text = f"Anthropic API {label} ({status}){tries}: {detail}"
-            if status == 401:
-                text += " (check ANTHROPIC_API_KEY)"
-            return text
-        if isinstance(exc, anthropic.APITimeoutError):
-            return (
-                f"Anthropic API timed out (no response within {self.timeout:g} s) "
-                f"after {attempts} attempt{'s' if attempts != 1 else ''}"
-            )
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            why = f": {type(cause).__name__}: {cause}" if cause else ""
-            if type(cause).__name__ in ("RemoteProtocolError", "ReadError"):
-                # The server answered, then the body was cut short: it was reached.
-                return (
-                    f"the connection to the Anthropic API broke off mid-response after "
-                    f"{attempts} attempt{'s' if attempts != 1 else ''}{why}"
-                )
-            return (
-                f"could not reach the Anthropic API at {self._where()} after {attempts} "
-                f"attempt{'s' if attempts != 1 else ''}{why}"
-            )
-        if isinstance(exc, anthropic.APIResponseValidationError):
-            return f"malformed response from the Anthropic API: {exc.message}"
-        if isinstance(exc, _IncompleteStream):
-            return "the Anthropic API stream ended before the message was complete"
-        if isinstance(exc, ValueError):  # json.JSONDecodeError and friends
-            return f"malformed response from the Anthropic API: {type(exc).__name__}: {exc}"
-        name = type(exc).__name__
-        if type(exc).__module__.startswith(("httpx", "httpcore", "h11")):
-            return f"the connection to the Anthropic API broke off mid-response: {name}: {exc}"
-        return f"unexpected error while calling the Anthropic API: {name}: {exc}"
+        return describe_failure(
+            exc, self.provider, self.max_retries + 1, self.timeout, self._where()
+        )
 
     def _where(self) -> str:
         """The endpoint, for a message: without the credentials a URL may carry."""
@@ -478,14 +431,6 @@ def _usage(message: Any) -> Usage:
         cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
         cache_read_input_tokens=u.cache_read_input_tokens or 0,
     )
-
-
-def _body_message(body: object) -> str | None:
-    if isinstance(body, dict):
-        error = body.get("error")
-        message = error.get("message") if isinstance(error, dict) else None
-        return message if isinstance(message, str) else None
-    return None
 
 
 def _empty_reply(message: Any, max_tokens: int) -> str:

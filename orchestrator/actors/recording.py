@@ -1,7 +1,8 @@
 """Recordings (docs/format.md section 8): a thread's replies, to replay and to test routing against.
 
 A recording lists, per committed step, the role, the rendered prompt, the accepted reply
-verbatim, the rejected attempts with their errors, and the token usage; and, for a thread that
+verbatim, the rejected attempts with their errors, the token usage and the model that answered
+(`PROVIDER:MODEL` beyond Anthropic's, so a replay names it too); and, for a thread that
 was continued after reaching an ending (`$START.resume`), where: after which step, from which
 ending, with which message (`resumed`), so a replay resumes there too. Replaying feeds step N's
 replies when the engine asks for step N; when the graph now routes elsewhere, or a recorded reply
@@ -62,6 +63,7 @@ class RecordedStep:
     attempts: tuple[RecordedAttempt, ...] = ()
     usage: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0  # how long the accepted reply took (0: not recorded)
+    model: str | None = None  # the model that answered, `PROVIDER:MODEL` beyond Anthropic's
     child: Recording | None = None  # a subgraph role's step: its child thread's recording
 
 
@@ -164,6 +166,7 @@ def _step_dict(s: RecordedStep) -> dict[str, Any]:
         "attempts": [{"output": a.output, "errors": list(a.errors)} for a in s.attempts],
         "usage": dict(s.usage),
         **({"duration_s": s.duration_s} if s.duration_s > 0 else {}),
+        **({"model": s.model} if s.model else {}),
     }
     if s.child is not None:
         child = s.child.to_dict()
@@ -209,6 +212,7 @@ def recording_from_events(
             attempts=tuple(RecordedAttempt(a.reply, a.errors) for a in s.attempts),
             usage=dict(s.usage),
             duration_s=round(s.duration_s, 3),
+            model=s.model,
             child=recording_from_events(children(s.child), children)
             if s.child is not None and children is not None
             else None,
@@ -299,6 +303,7 @@ def parse_recording(
                 attempts=tuple(recorded_attempts),
                 usage={k: int(v) for k, v in usage.items() if isinstance(v, int)},
                 duration_s=float(took),
+                model=raw["model"] if isinstance(raw.get("model"), str) else None,
                 child=parse_recording(
                     raw["child"], f"{where}: step {i} (child)", (*_within, id(data))
                 )
@@ -445,4 +450,6 @@ class ReplayActor:
         usage = Usage.from_dict(recorded.usage) if index == len(replies) - 1 else Usage()
         if self.pace > 0 and index == len(replies) - 1:
             await self.sleep(paced_seconds(recorded) / self.pace)
-        return ActReply(text=replies[index], message=request.prompt, usage=usage)
+        return ActReply(
+            text=replies[index], message=request.prompt, usage=usage, model=recorded.model
+        )

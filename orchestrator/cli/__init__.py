@@ -40,6 +40,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "roles",
         "List the roles of a graph: who plays each, its tools, its files.",
     ),
+    "models": (
+        "orchestrator.cli.models",
+        "models",
+        "Show the model providers, aliases and prices in effect, and where each comes from.",
+    ),
     "replay": ("orchestrator.cli.replay", "replay", "Replay recordings through the current graph."),
     "extract": (
         "orchestrator.cli.extract",

@@ -19,6 +19,11 @@ prices:                         # USD per million tokens
   claude-sonnet-5-5: {input: 2.0, output: 10.0, cache_write: 2.5, cache_read: 0.1}
 ```
 
+`model:` may also be `PROVIDER:MODEL` (docs/format.md section 19): the file's `providers:`
+declares OpenAI-compatible servers (definition/providers.py), an alias may point at any
+provider's model, and `model_ref()` says which provider answers. A Bedrock or Vertex id without
+a price of its own is priced as the Anthropic model it names.
+
 A model without a price costs 0 and `price_known()` says so, so that the ledger can print
 "price unknown" instead of pretending the step was free. Nothing here imports `anthropic`.
 
@@ -39,12 +44,21 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
+from .providers import (
+    BUILTIN_PROVIDERS,
+    ModelRef,
+    ModelRefError,
+    Provider,
+    anthropic_id,
+    parse_providers,
+    split_ref,
+)
 
 if TYPE_CHECKING:
     from ..actors.base import Usage
@@ -109,6 +123,7 @@ class ModelConfig:
     source: str | None = None  # the user file merged in, if any
     found: bool = False  # that file was found in the current folder, not named by the user
     changes: tuple[str, ...] = ()  # what it changes: aliases remapped or added, prices, default
+    providers: dict[str, Provider] = field(default_factory=lambda: dict(BUILTIN_PROVIDERS))
 
     def found_changes(self) -> dict[str, Any] | None:
         """What a found models file changes, for the thread's record; None if nothing."""
@@ -155,13 +170,20 @@ def _parse(data: Any, path: str, found: bool = False) -> ModelConfig:
         data = {}
     if not isinstance(data, dict):
         raise ModelConfigError(f"{path}: expected a mapping with aliases:, prices:, default:")
-    unknown = sorted(set(data) - {"aliases", "prices", "default"})
+    unknown = sorted(set(data) - {"aliases", "prices", "default", "providers"})
     if unknown:
         raise ModelConfigError(
-            f"{path}: unknown key(s) {', '.join(unknown)}; expected aliases, prices, default"
+            f"{path}: unknown key(s) {', '.join(unknown)}; expected providers, aliases, prices, "
+            "default"
         )
+    try:
+        providers = parse_providers(data.get("providers"), path, found)
+    except ModelRefError as exc:
+        raise ModelConfigError(str(exc)) from None
+    changes: list[str] = [
+        f"provider {p.name} ({p.kind}) at {p.base_url}" for p in providers.values() if p.source
+    ]
     aliases = dict(ALIASES)
-    changes: list[str] = []
     raw_aliases = data.get("aliases") or {}
     if not isinstance(raw_aliases, dict):
         raise ModelConfigError(f"{path}: aliases: must map alias names to model ids")
@@ -209,7 +231,7 @@ def _parse(data: Any, path: str, found: bool = False) -> ModelConfig:
         raise ModelConfigError(f"{path}: default: expected an alias or a model id")
     if default != DEFAULT_ALIAS:
         changes.append(f"default model -> {default}")
-    return ModelConfig(aliases, prices, default, path, found, tuple(changes))
+    return ModelConfig(aliases, prices, default, path, found, tuple(changes), providers)
 
 
 def _refuse_lower(price: Price, builtin: Price, where: str) -> None:
@@ -284,22 +306,45 @@ def default_model() -> str:
 
 
 def resolve_model(name: str | None = None) -> str:
-    """An alias (case-insensitive) becomes its model id; anything else is taken as an id."""
+    """An alias (case-insensitive) becomes its model id; anything else is taken as an id. The
+    result is the model's one spelling: `claude-...` for Anthropic's, `PROVIDER:MODEL` for the
+    others' (ModelConfigError for a provider that is not known)."""
+    return model_ref(name).ref
+
+
+def model_ref(name: str | None = None) -> ModelRef:
+    """Which provider answers a model setting, and the model's id there."""
     config = load_config()
     chosen = (name or "").strip() or default_model()
     resolved = config.aliases.get(chosen.lower(), chosen)
     # A default may itself be an alias.
-    return config.aliases.get(resolved.lower(), resolved)
+    resolved = config.aliases.get(resolved.lower(), resolved)
+    try:
+        return split_ref(resolved, config.providers)
+    except ModelRefError as exc:
+        raise ModelConfigError(str(exc)) from None
+
+
+def provider(name: str) -> Provider:
+    """A provider by name (built in, or declared in the models file)."""
+    return load_config().providers[name]
 
 
 def price_for(model_id: str | None) -> Price | None:
     """The price row of a model id (a dated snapshot id falls back to its undated id)."""
     if not model_id:
         return None
-    prices = load_config().prices
+    config = load_config()
+    prices = config.prices
     if model_id in prices:
         return prices[model_id]
-    return prices.get(_DATE_SUFFIX.sub("", model_id))
+    if (found := prices.get(_DATE_SUFFIX.sub("", model_id))) is not None:
+        return found
+    try:
+        claude = anthropic_id(split_ref(model_id, config.providers))
+    except ModelRefError:
+        return None
+    return price_for(claude) if claude else None
 
 
 def price_known(model_id: str | None) -> bool:

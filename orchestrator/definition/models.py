@@ -132,7 +132,10 @@ class Role(_Frozen, PlayedBy):
         description="a library role to start from, or claude:NAME / opencode:NAME for a Claude "
         "Code or OpenCode agent file",
     )
-    model: str | None = Field(None, description="alias (opus | sonnet | haiku) or a model id")
+    model: str | None = Field(None, description="an alias, a model id, or PROVIDER:MODEL")
+    fallback: list[str] = Field(
+        default_factory=list, description="models tried in order when a provider keeps failing"
+    )
     max_tokens: int | None = Field(None, gt=0, strict=True)
     temperature: float | None = Field(None, ge=0, le=1, strict=True)  # 0.5, not "0.5"
     tools: list[ToolEntry] = Field(
@@ -449,6 +452,8 @@ class Graph(_Frozen):
                 del role["requires"]
             if role.get("env") == []:
                 del role["env"]
+            if role.get("fallback") == []:
+                del role["fallback"]
             if role.get("memory_budget") is None:
                 role.pop("memory_budget", None)
         if data.get("requires") == []:

@@ -23,6 +23,8 @@ PROVIDER_KEYS = frozenset(
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",
         "AWS_BEARER_TOKEN_BEDROCK",
+        "ANTHROPIC_VERTEX_ACCESS_TOKEN",
+        "OPENAI_API_KEY",
     }
 )
 # A variable with one of these prefixes and a secret word in its name is a provider's key.
@@ -48,6 +50,14 @@ PROVIDER_PREFIXES = (
 )
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The variables named by a models file's `api_key_env:` (definition/providers.py): an
+# OpenAI-compatible server's key is a provider's key like the built-in ones.
+_DECLARED: set[str] = set()
+
+
+def declare_provider_key(name: str) -> None:
+    """A models file declares that `name` holds a provider's key."""
+    _DECLARED.add(name.upper())
 
 
 def is_secret_name(name: str) -> bool:
@@ -65,8 +75,10 @@ def is_secret_name(name: str) -> bool:
 def is_provider_key(name: str) -> bool:
     """A model provider's credential: never in a child's environment, whatever the role says."""
     upper = name.upper()
-    return upper in PROVIDER_KEYS or (
-        upper.startswith(PROVIDER_PREFIXES) and any(word in upper for word in SECRET_WORDS)
+    return (
+        upper in PROVIDER_KEYS
+        or upper in _DECLARED
+        or (upper.startswith(PROVIDER_PREFIXES) and any(word in upper for word in SECRET_WORDS))
     )
 
 

@@ -23,6 +23,8 @@ CODES: dict[str, Severity] = {
     "unmapped-tool": "warning",
     "unmapped-model": "warning",
     "unknown-model": "warning",
+    "unknown-provider": "error",
+    "no-tool-calls": "error",
     "unreadable": "error",
     "unknown-python": "error",
     "unknown-graph": "error",

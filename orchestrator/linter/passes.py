@@ -18,6 +18,7 @@ from .fanout import check_fanouts
 from .flow import check_reachability
 from .guard_types import check_guard_types
 from .guards import check_guards
+from .models import check_models
 from .names import check_names
 from .python_refs import check_python_refs
 from .schemas import check_schemas
@@ -36,6 +37,7 @@ PASSES: tuple[Callable[[GraphView], None], ...] = (
     check_fanouts,
     check_templates,
     check_python_refs,
+    check_models,
 )
 
 

@@ -29,14 +29,13 @@ def default_actor_for(options: RunOptions) -> ActorFor:
             from ..actors.claude_code import ClaudeCodeActor
 
             return ClaudeCodeActor()
-        if "anthropic" not in shared:
-            # Imported on first use: the SDK takes a while to import, and replays, simulations
-            # and graphs of people and processes never need it.
-            from ..actors.anthropic import AnthropicActor
+        if "model" not in shared:
+            # Imported on first use: replays, simulations and graphs of people and processes
+            # never need a model. One for every role a model plays: it picks the actor of each
+            # step's provider (Anthropic, Bedrock, Vertex, OpenAI-style) and its fallbacks.
+            from ..actors.routing import ModelActor
 
-            shared["anthropic"] = AnthropicActor(
-                max_retries=options.max_retries, timeout=options.timeout
-            )
-        return shared["anthropic"]
+            shared["model"] = ModelActor(max_retries=options.max_retries, timeout=options.timeout)
+        return shared["model"]
 
     return actor_for

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..actors.anthropic import NO_KEY, env_credentials
 from ..definition.model_config import (
     ModelConfigError,
     load_config,
@@ -33,6 +32,7 @@ from ..linter import lint
 from ..tools.sandbox_needs import sandbox_problem, unsandboxed_roles
 from ..tools.scrub import holder_of_secret
 from .actors import model_settings
+from .credentials import missing_credentials
 from .errors import SessionError
 from .preconditions import failing
 from .warmup import import_sdk_in_background
@@ -191,10 +191,15 @@ def announce_models_file(found: dict[str, Any]) -> str:
     )
 
 
-def check_credentials(graph: Graph) -> None:
-    """Roles Claude plays need a key: refused before anything is recorded (run and resume)."""
-    if plays_claude(graph) and not env_credentials():
-        raise SessionError(NO_KEY)
+def check_credentials(graph: Graph, model: str | None = None) -> None:
+    """Roles a model plays need their provider's key: refused before anything is recorded (run
+    and resume; run/credentials.py)."""
+    try:
+        problem = missing_credentials(graph, model)
+    except ModelConfigError as exc:
+        raise SessionError(str(exc)) from None
+    if problem is not None:
+        raise SessionError(problem)
 
 
 def check_prices(graph: Graph, model: str | None = None) -> None:
@@ -247,7 +252,7 @@ def preflight(
     workspace is a directory and the graph's `requires:` hold there."""
     check_graph(graph)
     if not replay:
-        check_credentials(graph)
+        check_credentials(graph, model)
         import_sdk_in_background(graph)  # while the thread is set up (run/warmup.py)
         check_prices(graph, model)
         if (found := found_models()) is not None:

@@ -50,6 +50,7 @@ from ..core.events import (
 from ..core.ledger import TOKEN_KEYS
 from ..core.state import ThreadState
 from ..definition.models import Graph
+from ..definition.providers import OTEL_NAMES, provider_of
 from ..store.base import StoredEvent
 from .options import RunOptions
 
@@ -278,6 +279,7 @@ class ThreadSpans:
                 self.step.set_attribute("orchestrator.status", event.status)
                 if event.model:
                     self.step.set_attribute("gen_ai.request.model", event.model)
+                    self.step.set_attribute("gen_ai.provider.name", _model_provider(event.model))
                 self._end_step()
             case HumanWaiting() if self.step is not None:
                 self.step.set_attribute("orchestrator.waiting", True)
@@ -324,7 +326,7 @@ class ThreadSpans:
                     attributes=self._attrs(
                         **{
                             "gen_ai.operation.name": "chat",
-                            "gen_ai.provider.name": "anthropic",
+                            "gen_ai.provider.name": _model_provider(news.model),
                             "gen_ai.request.model": news.model,
                         },
                         **_request_attributes(news),
@@ -387,3 +389,9 @@ def _usage_attributes(usage: Any) -> dict[str, int]:
         "gen_ai.usage.cache_read.input_tokens": cache_read,
         "gen_ai.usage.cache_creation.input_tokens": cache_write,
     }
+
+
+def _model_provider(model: str) -> str:
+    """`gen_ai.provider.name` of a model (`PROVIDER:MODEL`, or Anthropic's bare ids)."""
+    name = provider_of(model) or "anthropic"
+    return OTEL_NAMES.get(name, name)

@@ -54,9 +54,10 @@ class StepFigures:
 
 
 def step_facts(figures: StepFigures, *, detail: bool = False) -> list[str]:
-    """Time, tokens (and how many were cache reads), cost, tool calls and the actor when it is
-    not the model API; with `detail` (the web page's card) also the model, how often the step
-    ran and how many of its replies were rejected."""
+    """Time, tokens (and how many were cache reads), cost, tool calls, the model (with its
+    provider when not Anthropic's) and the actor when it is not the model API; with `detail`
+    (the web page's card) also how often the step ran and how many of its replies were
+    rejected."""
     f = figures
     facts = [f"{f.duration_s:.1f}s"] if f.duration_s is not None else []
     if total := tokens(f.usage):
@@ -66,7 +67,7 @@ def step_facts(figures: StepFigures, *, detail: bool = False) -> list[str]:
         facts.append(money(f.cost_usd))
     if f.tool_calls:
         facts.append(plural(f.tool_calls, "tool call"))
-    if detail and f.model:
+    if f.model:
         facts.append(f.model)
     if f.actor and f.actor not in UNSAID_ACTORS:
         facts.append(f.actor)

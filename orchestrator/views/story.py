@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
 from ..core.ledger import TOKEN_KEYS, money
 from ..core.steps import StepView, ThreadView, thread_view
+from ..definition.providers import provider_of
 from ..store.base import StoredEvent, ThreadRow
 from .facts import StepFigures, step_facts
 from .plural import noun, plural
@@ -38,6 +39,20 @@ def ledger(steps: tuple[StepView, ...]) -> dict[str, dict[str, Any]]:
     return by_role
 
 
+def ledger_by_provider(steps: tuple[StepView, ...]) -> dict[str, dict[str, Any]]:
+    """Steps and dollars per model provider (docs/models.md): of the steps a model answered."""
+    book: dict[str, dict[str, Any]] = {}
+    for s in steps:
+        name = provider_of(s.model)
+        if name is not None:
+            entry = book.setdefault(name, {"steps": 0, "cost_usd": 0.0, "models": []})
+            entry["steps"] += 1
+            entry["cost_usd"] += s.total_cost_usd
+            if s.model not in entry["models"]:
+                entry["models"].append(s.model)
+    return book
+
+
 Children = Callable[[str], "list[StoredEvent] | None"]  # a subgraph child's log, if any
 
 
@@ -54,6 +69,7 @@ def step_dict(s: StepView, thread_id: str = "", children: Children | None = None
         "cost_usd": s.total_cost_usd,
         "duration_s": s.duration_s,
         "model": s.model,
+        "provider": provider_of(s.model),
         "tool_calls": s.tool_calls,
         "actor": s.actor,
         "notes": list(s.notes),
@@ -182,6 +198,15 @@ def story_text(
         for role, entry in sorted(book.items(), key=lambda kv: -kv[1]["cost_usd"]):
             n = int(entry["steps"])
             lines.append(f"  {role:<20} {n:>3} {noun(n, 'step'):<5}  {money(entry['cost_usd'])}")
+    by_provider = ledger_by_provider(steps)
+    if len(by_provider) > 1:
+        lines += ["", "cost by provider:"]
+        for name, entry in sorted(by_provider.items(), key=lambda kv: -kv[1]["cost_usd"]):
+            n = int(entry["steps"])
+            lines.append(
+                f"  {name:<20} {n:>3} {noun(n, 'step'):<5}  {money(entry['cost_usd'])}  "
+                + ", ".join(entry["models"])
+            )
     lines.append("")
     if state.ending is not None:
         lines.append(f"ending: {state.ending}" + (" (failure)" if state.status == "failed" else ""))
@@ -270,6 +295,7 @@ def story_json(
         "recovery": state.recovery,
         "steps": [step_dict(s, row.id, children) for s in steps],
         "ledger": ledger(steps),
+        "ledger_by_provider": ledger_by_provider(steps),
         "events": [{"seq": s.seq, "at": s.at, **s.event.to_dict()} for s in events],
         **extra,
     }

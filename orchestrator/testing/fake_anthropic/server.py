@@ -39,8 +39,9 @@ class Backend(Protocol):
 class MessagesServer:
     """A running fake Messages API endpoint; `stop()` closes it and every open connection."""
 
-    def __init__(self, backend: Backend):
-        self._http = _HTTPServer(("127.0.0.1", 0), _RequestHandler)
+    def __init__(self, backend: Backend, handler: type[BaseHTTPRequestHandler] | None = None):
+        # `handler`: another endpoint's routes over the same script (cloud.py: Bedrock, Vertex).
+        self._http = _HTTPServer(("127.0.0.1", 0), handler or _RequestHandler)
         self._http.backend = backend
         self._thread = threading.Thread(
             target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
