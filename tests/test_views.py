@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.cli.display import describe
 from orchestrator.cli.threads import thread_table
+from orchestrator.core.allowed import allowed
 from orchestrator.core.engine import apply
 from orchestrator.core.events import StepCommitted, StepStarted, ThreadStarted, ThreadStatus
 from orchestrator.core.state import ThreadState
@@ -30,11 +31,17 @@ USAGE = {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 
 
 def test_a_steps_facts_in_one_wording() -> None:
     figures = StepFigures(8.25, USAGE, 0.0231, 1, actor="anthropic", model="claude-x")
-    assert step_facts(figures) == ["8.2s", "1,124 tok (24 cached)", "$0.0231", "1 tool call"]
+    assert step_facts(figures) == [
+        "8.2s",
+        "1,124 tok (24 cached)",
+        "$0.0231",
+        "1 tool call",
+        "claude-x",
+    ]
     # The model API's actor goes without saying; any other is said.
     human = StepFigures(2.0, actor="human")
     assert step_facts(human) == ["2.0s", "human"]
-    # The web page's card says more: the model, the runs, the rejected replies.
+    # The web page's card says more: the runs, the rejected replies.
     many = StepFigures(1.0, actor="anthropic", model="claude-x", runs=2, rejected=3)
     assert step_facts(many, detail=True) == [
         "1.0s",
@@ -81,7 +88,7 @@ def _one_step_thread() -> tuple[ThreadState, list[StoredEvent], StepCommitted]:
 
 def test_every_face_shows_a_step_with_the_same_facts() -> None:
     state, stored, committed = _one_step_thread()
-    facts = ["8.2s", "1,124 tok (24 cached)", "$0.0231", "3 tool calls"]
+    facts = ["8.2s", "1,124 tok (24 cached)", "$0.0231", "3 tool calls", "claude-x"]
     assert step_facts(StepFigures.of_event(committed)) == facts
     # The plain terminal line (the live view's line joins the same facts with " · ").
     assert describe(committed, state).endswith("(" + ", ".join(facts) + ")")
@@ -104,11 +111,15 @@ def test_every_face_shows_a_step_with_the_same_facts() -> None:
     )
     story = story_text(row, stored)
     assert re.search(r"#1\s+planner → ready\s+" + re.escape("  ".join(facts)) + "$", story, re.M)
-    # The web page's card: the same, then the model.
+    # The web page's card: the same.
     html = thread_page(
-        row, thread_view([s.event for s in stored]), graph=None, question=None, where=""
+        row,
+        thread_view([s.event for s in stored]),
+        graph=None,
+        allowed=allowed(None, state),
+        where="",
     )
-    spans = "".join(f"<span>{f}</span>" for f in [*facts, "claude-x"])
+    spans = "".join(f"<span>{f}</span>" for f in facts)
     assert f'<div class="facts">{spans}</div>' in html
 
 
@@ -190,7 +201,7 @@ def test_the_story_and_the_web_page_head_a_thread_with_the_same_totals() -> None
     assert story_text(row, stored).startswith(
         "thread t1 · solve-issue · running · 1 step · $0.0231 · 1,124 tokens\n"
     )
-    html = thread_page(row, view, graph=None, question=None, where="")
+    html = thread_page(row, view, graph=None, allowed=allowed(None, view.state), where="")
     assert "<span>1 step</span><span>1,124 tokens</span><span>$0.0231</span>" in html
     # Nothing spent: a dash on both, as in the lists.
     free = thread_view([s.event for s in stored[:2]])
