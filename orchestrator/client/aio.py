@@ -187,18 +187,25 @@ class AsyncOrchestrator:
         fields: Mapping[str, Any] | None = None,
         body: str = "",
         text: str | None = None,
+        step: int | None = None,
         graph: GraphArg | None = None,
         actor_for: ActorFor | None = None,
         options: RunOptions | None = None,
     ) -> Thread:
         """Answer for the person the thread waits for (`status`, `fields`, `body`, or the whole
-        reply as `text`), then advance it. An answer the role's contract refuses raises
-        `Refused` with `.errors`; nothing is recorded."""
+        reply as `text`; `step`: which one, when several branches wait), then advance it. An
+        answer the role's contract refuses raises `Refused` with `.errors`; nothing is
+        recorded."""
         row = await self._session.athread(thread_id)
         loaded = _graph(graph) if graph is not None else await self._session.agraph_for(row)
         reply = text if text is not None else format_reply(status, dict(fields or {}), body)
         result = await self._session.answer(
-            loaded, row.id, reply, options=copied(options, None, None), actor_for=actor_for
+            loaded,
+            row.id,
+            reply,
+            step=step,
+            options=copied(options, None, None),
+            actor_for=actor_for,
         )
         return await self._result(loaded, result)
 
