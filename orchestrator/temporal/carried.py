@@ -11,7 +11,9 @@ from typing import Any, Protocol, TypeVar
 from temporalio.client import WorkflowHandle
 
 from ..core.allowed import Allowed, allowed
+from ..core.events import ThreadStatus
 from ..core.state import ThreadState
+from ..core.subgraph import child_id
 from ..definition.graphdiff import graph_changes
 from ..definition.loader import load_graph
 from ..definition.models import Graph
@@ -86,6 +88,25 @@ class CarriedGraphs:
         return await self._carried(await self._handle(thread_id), queue)
 
     def allowed(self: _Host, thread_id: str, graph: Graph | None = None) -> Allowed:
-        """What may happen to the thread now (as Session.allowed), from the graph it carries."""
+        """What may happen to the thread now (as Session.allowed), from the graph it carries;
+        a person inside a subgraph's child (its workflow `PARENT.STEP`) included."""
         row = self.thread(thread_id)
-        return allowed(graph or self.graph_of(row), self.state(row.id))
+        return _allowed_within(self, graph or self.graph_of(row), row.id)
+
+
+def _allowed_within(host: _Host, graph: Graph | None, thread_id: str) -> Allowed:
+    """`allowed()` with the waiting child's own, read from its workflow, followed down."""
+    state = host.state(thread_id)
+    children: dict[int, Allowed] = {}
+    if graph is not None and state.status == ThreadStatus.WAITING:
+        flights = [state.in_flight] if state.in_flight is not None else []
+        flights += state.fanout.waiting() if state.fanout is not None else []
+        for flight in flights:
+            kid = graph.subgraph(flight.role) if flight is not None else None
+            if flight is None or kid is None:
+                continue
+            try:
+                children[flight.step] = _allowed_within(host, kid, child_id(thread_id, flight.step))
+            except OrchestratorError:  # no such child workflow (yet): nothing to answer there
+                continue
+    return allowed(graph, state, children)
