@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx  # the HTTP client the anthropic SDK brings (httpx itself is not a dependency)
 
 from orchestrator.errors import Refused, ThreadNotFound, word
 from tests.test_mcp_server import ASK, run_session, text_of

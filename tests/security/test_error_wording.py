@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2 as httpx  # the HTTP client the anthropic SDK brings (httpx itself is not a dependency)
 
 from orchestrator.errors import ThreadNotFound, word
 from orchestrator.run.session import Session, open_store
