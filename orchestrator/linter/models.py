@@ -33,7 +33,7 @@ def check_models(view: GraphView) -> None:
     graph = view.graph
     limit = graph.limits.max_cost_usd
     for name, role in graph.roles.items():
-        if role.graph is not None or role.actor != "anthropic":
+        if not role.is_model:  # a subgraph role, a person, a command, Python, Claude Code
             continue
         if role.model:
             where: tuple[str | int, ...] = ("roles", name, "model")

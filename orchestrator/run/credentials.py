@@ -26,11 +26,11 @@ def providers_used(
     seen.add(graph.hash)
     used: set[str] = set()
     for name, role in graph.roles.items():
-        if role.graph is not None:
+        if role.is_subgraph:
             child = graph.subgraph(name)
             if child is not None and child.hash not in seen:
                 used |= providers_used(child, override, seen)
-        elif role.actor == "anthropic":
+        elif role.is_model:
             try:
                 used.add(model_ref(model_settings(graph, role, override).model).provider)
             except ModelConfigError:
