@@ -106,6 +106,24 @@ def test_init_does_not_write_through_a_planted_link(tmp_path: Path) -> None:
     assert (project / "pytest.ini").read_text().startswith("[pytest]")
 
 
+def test_init_does_not_write_through_a_planted_folder_link(tmp_path: Path) -> None:
+    """A link where a folder of the project would go is refused too: `mkdir` and `open` would
+    follow it out of the project."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "tests").symlink_to(outside, target_is_directory=True)
+    made = cli("init", "proj", cwd=tmp_path)
+    assert made.returncode == 2
+    assert "tests/test_review.py" in made.stderr
+    assert list(outside.iterdir()) == []
+    # Control: the same command writes the project once the link is gone.
+    (project / "tests").unlink()
+    assert cli("init", "proj", cwd=tmp_path).returncode == 0
+    assert (project / "tests" / "test_review.py").is_file()
+
+
 def test_init_into_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("")
     made = cli("init", "f", cwd=tmp_path)

@@ -180,7 +180,7 @@ class InitRefused(Exception):
 
 def write(folder: Path, planned: dict[str, str]) -> list[str]:
     """Write `planned` under `folder`; refuse, writing nothing, when any file exists."""
-    existing = [rel for rel in planned if (folder / rel).exists() or (folder / rel).is_symlink()]
+    existing = [rel for rel in planned if _taken(folder, rel)]
     if existing:
         raise InitRefused(folder, existing)
     for rel, text in planned.items():
@@ -189,3 +189,15 @@ def write(folder: Path, planned: dict[str, str]) -> list[str]:
         with path.open("x", encoding="utf-8") as out:  # "x": never follow or replace a file
             out.write(text)
     return list(planned)
+
+
+def _taken(folder: Path, rel: str) -> bool:
+    """Whether `rel` exists under `folder`, or a folder on its way is a link (which `mkdir` and
+    `open` would follow out of the project)."""
+    path = folder
+    for part in Path(rel).parts[:-1]:
+        path = path / part
+        if path.is_symlink():
+            return True
+    target = folder / rel
+    return target.exists() or target.is_symlink()
