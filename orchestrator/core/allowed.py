@@ -28,7 +28,7 @@ judge checks an answer's text against the contract when it is sent).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,6 +37,7 @@ from .engine import judge
 from .events import SuspendKind, ThreadStatus
 from .outcomes import CancelRequested, Refused, ResumeRequested
 from .state import InFlight, ThreadState
+from .subgraph import child_id
 
 # What a message-less resume is asked with: any non-blank text, never recorded (judge is pure).
 _A_MESSAGE = "a message"
@@ -144,6 +145,25 @@ def allowed(
         retry=_retry(state, resume),
         why_no_answer=why_no_answer,
     )
+
+
+def allowed_within(
+    graph: Graph | None,
+    state: ThreadState,
+    child_state: Callable[[str], ThreadState | None],
+) -> Allowed:
+    """`allowed()` with the `allowed()` of the child of each waiting subgraph step, followed
+    down (S5). `child_state(id)` reads a child thread's state where the caller keeps it (a
+    store, a workflow, a workflow's kept logs); None: no such child (yet)."""
+    children: dict[int, Allowed] = {}
+    for flight in _waiting(state) if graph is not None else []:
+        kid = graph.subgraph(flight.role) if graph is not None else None
+        if kid is None:
+            continue
+        kid_state = child_state(child_id(state.thread_id, flight.step))
+        if kid_state is not None:
+            children[flight.step] = allowed_within(kid, kid_state, child_state)
+    return allowed(graph, state, children)
 
 
 def _waiting(state: ThreadState) -> list[InFlight]:

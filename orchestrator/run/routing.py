@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..core.allowed import Allowed, allowed
-from ..core.events import ThreadStatus
+from ..core.allowed import Allowed, allowed_within
 from ..core.state import ThreadState
 from ..core.subgraph import child_id
 from ..definition.models import Graph
@@ -24,7 +23,7 @@ class _Reads(Protocol):
     def thread(self, thread_id: str) -> ThreadRow: ...
     def state(self, thread_id: str) -> ThreadState: ...
     def _graph_quietly(self, row: ThreadRow) -> Graph | None: ...
-    def _children(self, graph: Graph, thread_id: str) -> dict[int, Allowed]: ...
+    def _child_state(self, thread_id: str) -> ThreadState | None: ...
 
 
 class ChildRouting:
@@ -35,7 +34,7 @@ class ChildRouting:
         or the waiting child of its waiting subgraph step (`step`, else the first), followed
         down."""
         row = self.thread(thread_id)
-        asked = allowed(graph, self.state(row.id), self._children(graph, row.id))
+        asked = allowed_within(graph, self.state(row.id), self._child_state)
         found = asked.answering(step)
         if found is None or not found.via:
             return graph, row.id
@@ -47,33 +46,19 @@ class ChildRouting:
             graph, thread_id = child, child_id(thread_id, via)
         return graph, thread_id
 
-    def _children(self: _Reads, graph: Graph, thread_id: str) -> dict[int, Allowed]:
-        """`allowed()` of the waiting child of each waiting subgraph step, by step."""
-        state = self.state(thread_id)
-        children: dict[int, Allowed] = {}
-        if state.status != ThreadStatus.WAITING:
-            return children
-        flights = [state.in_flight] if state.in_flight is not None else []
-        flights += state.fanout.waiting() if state.fanout is not None else []
-        for flight in flights:
-            kid = graph.subgraph(flight.role) if flight is not None else None
-            if flight is None or kid is None or flight.role not in graph.roles:
-                continue
-            try:
-                row = self.store.thread(child_id(thread_id, flight.step))
-            except ThreadNotFound:
-                continue
-            if row.id == child_id(thread_id, flight.step):
-                children[flight.step] = allowed(
-                    kid, self.state(row.id), self._children(kid, row.id)
-                )
-        return children
+    def _child_state(self: _Reads, thread_id: str) -> ThreadState | None:
+        """A child thread's state from the store; None when it has not started."""
+        try:
+            row = self.store.thread(thread_id)
+        except ThreadNotFound:
+            return None
+        return self.state(row.id) if row.id == thread_id else None  # an exact id, no prefix
 
     def allowed(self: _Reads, thread_id: str, graph: Graph | None = None) -> Allowed:
         """What may happen to the thread now (core/allowed.py), a person waiting inside a
         subgraph's child included: of `graph`, else of the thread's graph file, else of the
         graph as it was when the thread started (None when neither loads: cancel only)."""
         row = self.thread(thread_id)
-        graph = graph or self._graph_quietly(row)
-        children = self._children(graph, row.id) if graph is not None else {}
-        return allowed(graph, self.state(row.id), children)
+        return allowed_within(
+            graph or self._graph_quietly(row), self.state(row.id), self._child_state
+        )

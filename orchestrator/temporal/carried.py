@@ -10,10 +10,8 @@ from typing import Any, Protocol, TypeVar
 
 from temporalio.client import WorkflowHandle
 
-from ..core.allowed import Allowed, allowed
-from ..core.events import ThreadStatus
+from ..core.allowed import Allowed, allowed_within
 from ..core.state import ThreadState
-from ..core.subgraph import child_id
 from ..definition.graphdiff import graph_changes
 from ..definition.loader import load_graph
 from ..definition.models import Graph
@@ -41,6 +39,7 @@ class _Host(Protocol):
     def graph_of(self, row: ThreadRow) -> Graph | None: ...
     def thread(self, thread_id: str) -> ThreadRow: ...
     def state(self, thread_id: str) -> ThreadState: ...
+    def _child_state(self, thread_id: str) -> ThreadState | None: ...
     async def agraph_for(self, row: ThreadRow, graph_arg: str | None = None) -> Graph: ...
 
 
@@ -91,22 +90,11 @@ class CarriedGraphs:
         """What may happen to the thread now (as Session.allowed), from the graph it carries;
         a person inside a subgraph's child (its workflow `PARENT.STEP`) included."""
         row = self.thread(thread_id)
-        return _allowed_within(self, graph or self.graph_of(row), row.id)
+        return allowed_within(graph or self.graph_of(row), self.state(row.id), self._child_state)
 
-
-def _allowed_within(host: _Host, graph: Graph | None, thread_id: str) -> Allowed:
-    """`allowed()` with the waiting child's own, read from its workflow, followed down."""
-    state = host.state(thread_id)
-    children: dict[int, Allowed] = {}
-    if graph is not None and state.status == ThreadStatus.WAITING:
-        flights = [state.in_flight] if state.in_flight is not None else []
-        flights += state.fanout.waiting() if state.fanout is not None else []
-        for flight in flights:
-            kid = graph.subgraph(flight.role) if flight is not None else None
-            if flight is None or kid is None:
-                continue
-            try:
-                children[flight.step] = _allowed_within(host, kid, child_id(thread_id, flight.step))
-            except OrchestratorError:  # no such child workflow (yet): nothing to answer there
-                continue
-    return allowed(graph, state, children)
+    def _child_state(self: _Host, thread_id: str) -> ThreadState | None:
+        """A child thread's state from its workflow `PARENT.STEP`; None when there is none."""
+        try:
+            return self.state(thread_id)
+        except OrchestratorError:  # no such child workflow (yet): nothing to answer there
+            return None

@@ -29,7 +29,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from ..core.allowed import Allowed, allowed
+from ..core.allowed import Allowed, allowed_within
 from ..core.commands import RunChild
 from ..core.engine import fold
 from ..core.events import event_from_dict
@@ -139,7 +139,12 @@ class ChildThreads:
     def allowed_now(self) -> Allowed:
         """`allowed()` of this thread, with the waiting child's own (S5, followed down through
         the kept logs), so a person inside a child is answerable through the parent."""
-        return _allowed_within(self.graph, self.state, self.children)
+
+        def kept_state(thread_id: str) -> ThreadState | None:
+            kept = _kept(self.children, thread_id)
+            return folded(kept["log"]) if kept is not None else None
+
+        return allowed_within(self.graph, self.state, kept_state)
 
     def children_to_cancel(self) -> list[tuple[str, str]]:
         """S6: the children (id, subgraph role) of the steps in flight, asked before a cancel."""
@@ -167,10 +172,12 @@ class ChildThreads:
             await self.run_child(command, graph, CancelRequested(reason))
 
 
-def _allowed_within(graph: Graph, state: ThreadState, kept_children: dict[str, Any]) -> Allowed:
-    children: dict[int, Allowed] = {}
-    inside = waiting_child(graph, state)
-    if inside is not None and (kept := kept_children.get(inside[0])) is not None:
-        step = int(inside[0].rsplit(".", 1)[1])
-        children[step] = _allowed_within(inside[1], folded(kept["log"]), kept["children"])
-    return allowed(graph, state, children)
+def _kept(children: dict[str, dict[str, Any]], thread_id: str) -> dict[str, Any] | None:
+    """The kept log of child thread `thread_id` (`PARENT.STEP[.STEP...]`), looked up through
+    the kept children of its ancestors."""
+    for kid_id, kept in children.items():
+        if thread_id == kid_id:
+            return kept
+        if thread_id.startswith(kid_id + "."):
+            return _kept(kept["children"], thread_id)
+    return None
