@@ -11,12 +11,10 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, cast
 
+from ..loopback import LoopbackHandler, LoopbackServer
 from .responses import ChatResponse, RecordedRequest
 
 
@@ -51,77 +49,23 @@ ERROR_MESSAGES = {
 }
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
+    """A running fake chat completions endpoint; `stop()` closes it and every connection."""
+
     def __init__(self, fake: Backend):
-        self._http = _HTTPServer(("127.0.0.1", 0), _Handler)
-        self._http.fake = fake
-        self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        super().__init__(fake, _Handler)
 
+
+class _Handler(LoopbackHandler):
     @property
-    def url(self) -> str:
-        host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def stop(self) -> None:
-        self._http.stopping.set()
-        self._http.shutdown()
-        self._http.server_close()
-        with self._http.lock:
-            conns = list(self._http.connections)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        self._thread.join(timeout=5)
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024  # many clients at once (bench/providers.py)
-    fake: Backend
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
-        super().__init__(address, handler)
-        self.stopping = threading.Event()
-        self.connections: set[socket.socket] = set()
-        self.lock = threading.Lock()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], OSError):  # a client that gave up: not news
-            super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 60
-
-    @property
-    def _http(self) -> _HTTPServer:
-        return cast(_HTTPServer, self.server)
-
-    def setup(self) -> None:
-        super().setup()
-        # Many small writes (SSE chunks): no Nagle stalls (see fake_anthropic's server).
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with self._http.lock:
-            self._http.connections.add(self.connection)
-
-    def finish(self) -> None:
-        with contextlib.suppress(OSError):
-            super().finish()
-        with self._http.lock:
-            self._http.connections.discard(self.connection)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
+    def _backend(self) -> Backend:
+        return cast(Backend, self._http.backend)
 
     def do_GET(self) -> None:
         self._error(ChatResponse(status=404, error_message=f"Not found: {self.path}"))
 
     def do_POST(self) -> None:
-        fake = self._http.fake
+        fake = self._backend
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -175,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": error}).encode(), extra)
 
     def _calls(self, response: ChatResponse) -> list[dict[str, Any]]:
-        fake = self._http.fake
+        fake = self._backend
         return [
             {
                 "id": fake.new_id("call"),
@@ -190,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _usage(self, body: dict[str, Any], response: ChatResponse, calls: list[Any]) -> Any:
         output = response.text + "".join(c["function"]["arguments"] for c in calls)
-        return response.usage or self._http.fake.usage_for(body, output)
+        return response.usage or self._backend.usage_for(body, output)
 
     def _json(self, body: dict[str, Any], response: ChatResponse) -> None:
         if response.fault == "malformed":
@@ -201,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
         if calls:
             message["tool_calls"] = calls
         completion = {
-            "id": self._http.fake.new_id("chatcmpl"),
+            "id": self._backend.new_id("chatcmpl"),
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "fake"),
@@ -241,7 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._chunk(b"")
 
     def _chunks(self, body: dict[str, Any], response: ChatResponse) -> list[dict[str, Any]]:
-        fake = self._http.fake
+        fake = self._backend
         head = {
             "id": fake.new_id("chatcmpl"),
             "object": "chat.completion.chunk",
