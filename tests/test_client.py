@@ -11,6 +11,7 @@ the caller's `RunOptions` as it was; mistakes raise the typed errors.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import os
 import signal
@@ -110,6 +111,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def open_fds() -> int:
+    """The process's open file descriptors, once what earlier tests left unreferenced (sockets,
+    files) is collected: otherwise a collection during the test lowers the count by itself."""
+    gc.collect()
     return len(os.listdir("/proc/self/fd"))
 
 
