@@ -69,7 +69,7 @@ class Drawn:
     key: EdgeKey  # the edge a thread's path names when it takes this arrow
 
 
-def _guarded(status: str, edge: Edge) -> str:
+def guard_label(status: str, edge: Edge) -> str:
     label = status
     if edge.when is not None:
         when = edge.when if len(edge.when) <= 40 else edge.when[:39] + "…"
@@ -77,7 +77,7 @@ def _guarded(status: str, edge: Edge) -> str:
     return label
 
 
-def _ending(target: Edge | Join) -> str:
+def ending_note(target: Edge | Join) -> str:
     if target.ending in (None, "done"):
         return ""
     return f" ({target.ending}{', failure' if target.outcome == 'failure' else ''})"
@@ -89,11 +89,11 @@ def drawn_edges(graph: Graph) -> list[Drawn]:
     """
     out: list[Drawn] = []
     for source, status, _, edge in graph.routes():
-        label = _guarded(status, edge)
+        label = guard_label(status, edge)
         if not edge.fans_out:
             assert edge.role is not None  # the model: an edge that does not fan out has one
             key = (source, status, edge.role)
-            out.append(Drawn(source, edge.role, label + _ending(edge), key))
+            out.append(Drawn(source, edge.role, label + ending_note(edge), key))
             continue
         marker = f" for each {edge.item_name}" if edge.for_each is not None else ""
         branches = [b.role for b in edge.branches()]
@@ -103,7 +103,7 @@ def drawn_edges(graph: Graph) -> list[Drawn]:
             join = edge.join
             key = (source, status, join.role)
             for role in dict.fromkeys(branches):
-                out.append(Drawn(role, join.role, "join" + _ending(join), key))
+                out.append(Drawn(role, join.role, "join" + ending_note(join), key))
     return out
 
 
