@@ -35,6 +35,7 @@ from .diagram import TAKEN_COLOUR, VISITED_FILL, Taken
 from .layout import (
     Arrow,
     Laid,
+    LayoutUnavailable,
     Placed,
     Plan,
     Point,
@@ -65,6 +66,8 @@ def to_svg(
     visits = visits or {}
     plan = plan_of(graph)
     laid = lay_out(dot_source(plan, digits_for(taken, visits)))
+    if len(laid.routes) != len(plan.arrows) or any(s.id not in laid.nodes for s in plan.shapes):
+        raise LayoutUnavailable("Graphviz's `dot` laid out another graph than the one given")
     return draw(graph.name, plan, laid, taken, visits, current)
 
 

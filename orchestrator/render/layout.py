@@ -293,8 +293,10 @@ def _parse(found: Mapping[str, Any]) -> Laid:
         x, y = at(*_floats(obj["pos"]))
         nodes[obj["name"]] = Placed(x, y, float(obj["width"]) * 72, float(obj["height"]) * 72)
     routes: list[Route] = []
-    # by our ids: dot lists edges in an order of its own, not the order of the source
-    for edge in sorted(found.get("edges", []), key=lambda e: int(e["id"][1:])):
+    # by our ids: dot lists edges in an order of its own, not the order of the source; an
+    # edge without one is none of ours and is not drawn
+    ours = [e for e in found.get("edges", []) if re.fullmatch(r"a\d+", str(e.get("id", "")))]
+    for edge in sorted(ours, key=lambda e: int(e["id"][1:])):
         points: list[Point] = []
         tip: Point | None = None
         for part in edge["pos"].split():
