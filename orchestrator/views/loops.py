@@ -4,8 +4,9 @@ A depth-first walk from `$START` follows the arrows in file order (a fan-out's t
 and from each branch to the join's target, as `render/diagram.py` draws them); an arrow into a
 role still on the walk's path is a back edge. For a graph written in the order work flows
 (planner, developer, reviewer, tester) they are exactly the arrows that return to an earlier
-role. The web page's drawing (`web/svg.py`) lays the graph out without them and draws them on
-the side; the live terminal view (`cli/live.py`) says "back to ROLE" when a step takes one.
+role. The live terminal view (`cli/live.py`) says "back to ROLE" when a step takes one. (The
+web page's drawing is laid out by Graphviz's `dot`, `render/layout.py`, which finds loops
+itself.)
 """
 
 from __future__ import annotations
