@@ -6,7 +6,7 @@
 Writes:
 - docs/graph-implement-tasks.png: `orchestrator graph implement-tasks --format svg --thread ID`
   for a thread replayed from examples/implement-tasks.recording.yaml (its path and counts);
-- docs/graph-fan-out.png: a graph with a guard, a 5-way fan-out and its join, a `for_each`
+- docs/graph-fan-out.png: a graph with a 5-way fan-out and its join, loops, a `for_each`
   into a subgraph role (tests/drawing_graphs.py), drawn the same way;
 - docs/web-threads.png and docs/web-thread.png, by `python -m tests.web_screenshots`.
 
