@@ -26,7 +26,9 @@ def built(builder: type[yamlpos._Builder], text: str) -> tuple[Any, yamlpos.Sour
     smap = yamlpos.SourceMap("f")
     loader = yamlpos.Yaml12Loader(text)
     try:
-        return builder(loader, smap).build(loader.get_single_node(), (), 0), smap
+        node = loader.get_single_node()
+        assert node is not None
+        return builder(loader, smap).build(node, (), 0), smap
     finally:
         loader.dispose()
 
