@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from orchestrator.definition import yamlpos
 
@@ -81,3 +82,10 @@ def test_a_file_with_an_anchor_takes_the_full_builder(monkeypatch: pytest.Monkey
     yamlpos.load_yaml("a: &x [1]\nb: *x\n")
     yamlpos.load_yaml("a: [1]\nb: 'Q and A'\n")
     assert taken == ["_Builder", "_PlainBuilder"]
+
+
+def test_graph_files_are_composed_by_libyaml_when_pyyaml_has_it() -> None:
+    # PyYAML built with libyaml (as every wheel is): the loader's base is the C loader, so
+    # composition runs in C; positions still come from the nodes' marks (checked above)
+    assert yaml.__with_libyaml__
+    assert issubclass(yamlpos.Yaml12Loader, yaml.CSafeLoader)
