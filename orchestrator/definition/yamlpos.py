@@ -121,7 +121,10 @@ def load_yaml(text: str, file: str = "<string>") -> tuple[Any, SourceMap]:
             node = loader.get_single_node()
             if node is None:
                 return None, smap
-            data = _Builder(loader, smap).build(node, (), 0)
+            # Without `&` the file has no anchor, so no alias to expand: the plain builder
+            # skips that bookkeeping (a fifth of the walk's time).
+            builder = _Builder if "&" in text else _PlainBuilder
+            data = builder(loader, smap).build(node, (), 0)
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
@@ -361,6 +364,29 @@ class _Builder:
             out.update(self.build(source, path, depth, use))
         out.update(own)
         return out
+
+
+class _PlainBuilder(_Builder):
+    """`_Builder` for a document without anchors: every node is met once, so only the depth
+    and the number of values are limited."""
+
+    def build(self, node: yaml.Node, path: Path_, depth: int, use: Pos | None = None) -> Any:
+        mark = node.start_mark
+        if depth > MAX_DEPTH:
+            raise _too_deep(mark)
+        self.smap.values.setdefault(path, (mark.line + 1, mark.column + 1))
+        self.values += 1
+        if self.values > MAX_VALUES:
+            self._count(node, (mark.line + 1, mark.column + 1))  # raises, with its message
+        if node.__class__ is yaml.ScalarNode:
+            return node.value if node.tag == STR_TAG else self._scalar(node)
+        if node.__class__ is yaml.MappingNode:
+            return self._mapping(node, path, depth)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
 
 
 def _merge_sources(value: yaml.Node) -> list[yaml.Node]:

@@ -22,6 +22,7 @@ from ..definition.model_config import (
     price_known,
     provider,
 )
+from ..definition.providers import ModelRef
 from .view import GraphView
 
 
@@ -32,6 +33,9 @@ def check_models(view: GraphView) -> None:
         return
     graph = view.graph
     limit = graph.limits.max_cost_usd
+    # Most roles share a model: each setting is resolved once (each resolution reads the models
+    # file in effect, which is the same for the whole graph).
+    refs: dict[str | None, ModelRef | ModelConfigError] = {}
     for name, role in graph.roles.items():
         if not role.is_model:  # a subgraph role, a person, a command, Python, Claude Code
             continue
@@ -46,13 +50,17 @@ def check_models(view: GraphView) -> None:
             (model, ("roles", name, "fallback", i)) for i, model in enumerate(role.fallback)
         ]
         for setting, path in settings:
-            try:
-                ref = model_ref(setting)
-            except ModelConfigError as exc:
+            if setting not in refs:
+                try:
+                    refs[setting] = model_ref(setting)
+                except ModelConfigError as exc:
+                    refs[setting] = exc
+            ref = refs[setting]
+            if isinstance(ref, ModelConfigError):
                 view.report(
                     view.at(*path),
                     "unknown-provider",
-                    f"role '{name}': {exc}",
+                    f"role '{name}': {ref}",
                     "run `orchestrator models` to see the providers in effect",
                 )
                 continue

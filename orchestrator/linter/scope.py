@@ -8,6 +8,7 @@ status ROLE's latest reply may have.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +82,7 @@ class Scope:
     facts: Facts | None  # None: the edge's source is never reached
     source: StatusContract | None  # the reply that took the edge; None on $START or if unknown
     inputs: dict[str, Any]
-    required_inputs: set[str]
+    required_inputs: frozenset[str]
     resolved: dict[str, Resolved] = field(default_factory=dict)
 
     @classmethod
@@ -91,18 +92,14 @@ class Scope:
             contract = view.roles[edge.role_source].contract
             if contract_usable(contract):
                 source = contract.for_status(edge.status)
-        schema = view.graph.input_schema
-        props = schema.get("properties") if isinstance(schema, dict) else None
-        req = schema.get("required") if isinstance(schema, dict) else None
+        inputs, required = _declared_inputs(view)
         return cls(
             view=view,
             edge=edge,
             facts=edge_facts(edge, flow, view),
             source=source,
-            inputs=props if isinstance(props, dict) else {},
-            required_inputs={r for r in req if isinstance(r, str)}
-            if isinstance(req, list)
-            else set(),
+            inputs=inputs,
+            required_inputs=required,
         )
 
     @property
@@ -329,6 +326,28 @@ class Scope:
         return Resolved.error(
             f"'{name}' is not a field of role '{role}' when it replies {shown}", hint
         )
+
+
+_INPUTS: weakref.WeakKeyDictionary[GraphView, tuple[dict[str, Any], frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _declared_inputs(view: GraphView) -> tuple[dict[str, Any], frozenset[str]]:
+    """The graph's declared inputs and the required ones, read once per view (every edge's
+    scope asks)."""
+    found = _INPUTS.get(view)
+    if found is None:
+        schema = view.graph.input_schema
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        req = schema.get("required") if isinstance(schema, dict) else None
+        found = _INPUTS[view] = (
+            props if isinstance(props, dict) else {},
+            frozenset(r for r in req if isinstance(r, str))
+            if isinstance(req, list)
+            else frozenset(),
+        )
+    return found
 
 
 def _declares(contract: StatusContract, name: str) -> bool:

@@ -28,8 +28,9 @@ def check_templates(view: GraphView) -> None:
         raw = view.raw_target(edge)
         scope = Scope.for_edge(view, edge, facts)
         templates: list[tuple[tuple[str, ...], str]] = []
+        fields = type(raw).model_fields  # a branch or join target has no `recovery`
         for key in ("prompt", "location", "recovery"):
-            value = getattr(raw, key, None)
+            value = getattr(raw, key) if key in fields else None
             if isinstance(value, str):
                 templates.append(((key,), value))
         for name, value in (raw.inputs or {}).items():

@@ -17,6 +17,9 @@ from ..definition.models import END, RESUME, SINGLE_EXIT, START, Edge, Graph, Jo
 from ..definition.problems import Problem, did_you_mean
 from .codes import Where, internal_error, problem
 
+# One route of `graph:` (source, status, its place in a guarded list, the edge) and its targets.
+_Route = tuple[str, str, int, Edge, list[Target]]
+
 
 class EdgeKind(Enum):
     """What one target of an edge is (docs/format.md section 15)."""
@@ -85,8 +88,13 @@ class GraphView:
         self.graph = graph
         self.problems: list[Problem] = []
         self.roles = graph.roles
-        self.alias = self._aliases()
-        self.edges = list(self._edges())
+        # Each edge's targets, asked for once: `Edge.targets()` builds new models at every call.
+        routes: list[_Route] = [(s, st, i, e, e.targets()) for s, st, i, e in graph.routes()]
+        self.alias = self._aliases(routes)
+        # The raw edge and target of each of `edges`, by the resolved edge's identity (`edges`
+        # keeps each alive): the passes ask for them again and again.
+        self._raw: dict[int, tuple[Edge, Target]] = {}
+        self.edges = self._edges(routes)
         self._file_lines: list[str] | None = None
         self._statuses: dict[str, list[str] | None] = {}
 
@@ -112,9 +120,9 @@ class GraphView:
 
     # ----------------------------------------------------------------- names
 
-    def _aliases(self) -> dict[str, str]:
+    def _aliases(self, routes: list[_Route]) -> dict[str, str]:
         """Unknown role names (edge targets, graph keys) with one close match in roles:."""
-        names = {t.role for _, _, _, edge in self.graph.routes() for t in edge.targets()}
+        names = {t.role for *_, targets in routes for t in targets}
         names |= set(self.graph.graph)
         alias: dict[str, str] = {}
         for name in names - set(self.roles) - {START, END}:
@@ -128,13 +136,13 @@ class GraphView:
             return name
         return self.alias.get(name)
 
-    def _edges(self) -> list[ResolvedEdge]:
+    def _edges(self, routes: list[_Route]) -> list[ResolvedEdge]:
         found = []
-        for source, status, i, edge in self.graph.routes():
+        for source, status, i, edge, targets in routes:
             source_role = None if source == START else self.role_of(source)
             index = i if isinstance(self.graph.graph[source][status], list) else None
             joined = tuple(r for b in edge.branches() if (r := self.role_of(b.role)) is not None)
-            for j, goal in enumerate(edge.targets()):
+            for j, goal in enumerate(targets):
                 kind, branch = EdgeKind.PLAIN, None
                 if isinstance(goal, Join):
                     kind = EdgeKind.JOIN
@@ -155,6 +163,7 @@ class GraphView:
                         kind is EdgeKind.JOIN and edge.parallel is not None,
                     )
                 )
+                self._raw[id(found[-1])] = (edge, goal)
         return found
 
     def branch_roles(self) -> set[str]:
@@ -192,11 +201,16 @@ class GraphView:
 
     def raw_edge(self, edge: ResolvedEdge) -> Edge:
         """The whole edge as written in the graph."""
-        edges = self.graph.edges(edge.source, edge.status)
-        return edges[edge.index or 0]
+        known = self._raw.get(id(edge))
+        if known is not None:
+            return known[0]
+        return self.graph.edges(edge.source, edge.status)[edge.index or 0]
 
     def raw_target(self, edge: ResolvedEdge) -> Target:
         """This target as written: the edge, one of its branches, or its join."""
+        known = self._raw.get(id(edge))
+        if known is not None:
+            return known[1]
         raw = self.raw_edge(edge)
         if edge.kind is EdgeKind.JOIN and raw.join is not None:
             return raw.join
