@@ -19,6 +19,9 @@ NOT_YET = (
 
 
 class NoFork:
+    def forks(self) -> dict[str, dict[str, Any]]:
+        return {}  # no thread on Temporal is a fork yet
+
     def fork(
         self,
         thread_id: str,
