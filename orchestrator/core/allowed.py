@@ -16,7 +16,10 @@ at once, as an `Allowed`:
   without one, to learn whether the message is required (a thread at an ending whose
   `$START.resume` edge reads `{{{$inputs.message}}}`: `edges.needs_message`; J15-J17).
 - `cancel`: the judge on `CancelRequested`, which looks at the state only (J13, J14).
-- `fork`: a thread with at least one committed step may be forked from one of them.
+- `fork`: a thread with at least one committed step may be forked (F1-F3 of engine.py's theory
+  of operation); `fork_steps` are the steps it may be forked at: 1 to the last committed + 1
+  (`fork_verdict(state, at)` answers for one step). core/fork.py refuses the rest with the whole
+  log in hand: a branch of a fan-out that is not its first, a subgraph's child thread.
 - `retry`: whether a thread suspended by a passing failure (a rate limit) may simply be resumed
   again, unasked: the suspension's kind is transient and the judge would take the resume.
 
@@ -97,6 +100,7 @@ class Allowed:
     fork: Verdict
     retry: Verdict
     why_no_answer: str = ""  # when `answers` is empty: why nothing can be answered
+    fork_steps: range = range(0)  # the steps a fork may be made at (F1)
 
     @property
     def answer(self) -> Answerable | None:
@@ -117,7 +121,8 @@ class Allowed:
             ],
             "resume": verdict(self.resume) | {"needs_message": self.resume.needs_message},
             "cancel": verdict(self.cancel),
-            "fork": verdict(self.fork),
+            "fork": verdict(self.fork)
+            | ({"steps": [self.fork_steps[0], self.fork_steps[-1]]} if self.fork_steps else {}),
         }
 
     def answering(self, step: int | None) -> Answerable | None:
@@ -141,9 +146,10 @@ def allowed(
         answers=answers,
         resume=resume,
         cancel=_cancel(state),
-        fork=_fork(state),
+        fork=fork_verdict(state),
         retry=_retry(state, resume),
         why_no_answer=why_no_answer,
+        fork_steps=range(1, state.committed + 2) if state.committed >= 1 else range(0),
     )
 
 
@@ -229,9 +235,19 @@ def _cancel(state: ThreadState) -> Verdict:
     return Verdict(True)
 
 
-def _fork(state: ThreadState) -> Verdict:
-    if state.committed < 1:
-        return Verdict(False, f"thread {state.thread_id} has no committed step to fork from")
+def fork_verdict(state: ThreadState, at: int | None = None) -> Verdict:
+    """F1, F2: whether the thread may be forked at step `at` (None: at all). A fork needs a
+    committed step to start from, and a step between 1 and the last committed + 1 (that one
+    is the default: the step after the last committed, decided again)."""
+    tid, last = state.thread_id, state.committed
+    if last < 1:
+        return Verdict(False, f"thread {tid} has no committed step to fork from")
+    if at is not None and not 1 <= at <= last + 1:
+        return Verdict(
+            False,
+            f"thread {tid} has no step {at} to fork at: it may be forked at steps 1 to "
+            f"{last + 1} (its last committed step is {last})",
+        )
     return Verdict(True)
 
 

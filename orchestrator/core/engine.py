@@ -22,7 +22,7 @@ outcomes, and the runner reports an interruption as one. None of them decides an
 executor turns into ActorFailed itself is I/O it alone sees: a location that escapes through a
 symbolic link or cannot be made, inputs a child's graph refuses, an actor's unexpected error.)
 What may happen now (answer which step, resume, cancel, fork) is asked of `allowed.allowed`,
-which asks `judge`; every face asks it.
+which asks `judge`; every face asks it. A fork's first events are made by `fork.fork_events`.
 
 apply: the states
     A1 ThreadStarted            -> running
@@ -55,6 +55,9 @@ apply: the states
                                    resume forgets every branch in flight or failed (they run anew)
     A12 a fan-out whose only branches in flight wait for a person, with nothing left to start or
         failed, makes the thread waiting; a branch that can run makes it running again
+    A13 ThreadForked(from, n, message)
+                                -> running, `forked_from` {thread, step n}; the message (if
+                                   any) is appended to the next step's prompt, as a resume's
     Cost and tokens add up from AttemptRejected, StepCommitted, BranchFailed, ThreadSuspended;
     a subgraph step's StepCommitted adds its child's cost, and its steps count against max_steps.
 
@@ -105,6 +108,18 @@ subgraphs (subgraph.py, docs/format.md section 14; the driver asks these, judge 
     S5 an answer to a thread waiting at a subgraph step is its child's, followed down to the
        child that waits and judged there; judged here -> Refused. A resume continues it (S3)
     S6 a cancel goes on to the children of the steps in flight that have not ended
+
+forks (fork.py, docs/format.md section 20; a new thread, the original untouched):
+    F1 a fork at step n (1 to the last committed + 1, which is the default): the original's
+       events before the first that starts step n or a later one, less a trailing suspension,
+       ending, cancel, waiting step or rejected attempt, under ThreadStarted(the new id), then
+       ThreadForked; step n is decided again from its edge (A13, D3-D8)
+    F2 refused, nothing made: no committed step, no such step, a branch of a fan-out other than
+       its first, a subgraph's child thread (allowed.fork_verdict, fork.py)
+    F3 with a reply: step n started as decide starts it, the reply judged as a person's answer
+       (J8, J9) -> StepStarted, StepCommitted(actor: fork); refused (nothing made) with the
+       contract's errors, when it would suspend, or when step n is not one step (an ending, a
+       fan-out, a subgraph role)
 
 judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed, NeedsPerson)
        for a step not in flight (the thread was cancelled meanwhile)         J1 nothing
@@ -256,7 +271,8 @@ def _take(
         return guard
     if state.resume_message:
         prompt = (
-            f"{prompt}\n\nMessage from the person who resumed this thread:\n{state.resume_message}"
+            f"{prompt}\n\nMessage from the person who {state.message_from} this thread:\n"
+            f"{state.resume_message}"
         )
     step = state.committed + 1
     return Record(

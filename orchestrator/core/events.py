@@ -195,6 +195,21 @@ class ThreadResumed(Event):
 
 
 @dataclass(frozen=True)
+class ThreadForked(Event):
+    """This thread is a fork (docs/format.md section 20): the events before this one are
+    `from_thread`'s up to its step `at_step` (that step and the rest dropped); step `at_step`
+    is decided again from its edge, with `message` appended to its prompt, or, with `reply`,
+    the StepStarted and StepCommitted that follow record that reply as its output."""
+
+    from_thread: str
+    at_step: int
+    message: str | None = None
+    reply: str | None = None  # the replacement reply, verbatim, as it was validated
+    reuse: bool = False  # later steps equal to the original's take its replies (section 20)
+    title: str | None = None  # the title asked for the fork
+
+
+@dataclass(frozen=True)
 class ThreadCompleted(Event):
     """An edge reached $END: `final` is its rendered prompt, `ending` its name (section 12)."""
 
@@ -227,6 +242,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         HumanWaiting,
         ThreadSuspended,
         ThreadResumed,
+        ThreadForked,
         ThreadCompleted,
         ThreadFailed,
         ThreadCancelled,

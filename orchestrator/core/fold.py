@@ -1,4 +1,4 @@
-"""`apply`: fold one event into a thread's state (rules A1-A12 of engine.py's theory of operation).
+"""`apply`: fold one event into a thread's state (rules A1-A13 of engine.py's theory of operation).
 
 Pure and O(1) per event. It lives apart from `decide` and `judge` only to keep each module small;
 the rules are listed, all together, in engine.py.
@@ -18,6 +18,7 @@ from .events import (
     ThreadCancelled,
     ThreadCompleted,
     ThreadFailed,
+    ThreadForked,
     ThreadResumed,
     ThreadStarted,
     ThreadStatus,
@@ -119,6 +120,8 @@ def apply(state: ThreadState, event: Event) -> ThreadState:
             state.suspend_kind = event.kind
         case ThreadResumed():
             _resume(state, event)
+        case ThreadForked():
+            _forked(state, event)
         case ThreadCompleted():
             state.resume_message = None
             state.fanout = None
@@ -179,6 +182,7 @@ def _resume(state: ThreadState, event: ThreadResumed) -> None:
         state.end_message = None
         if event.message:
             state.resume_message = event.message
+            state.message_from = "resumed"
     state.in_flight = None
     if state.fanout is not None:  # every branch not committed runs again
         state.fanout.flights.clear()
@@ -187,6 +191,20 @@ def _resume(state: ThreadState, event: ThreadResumed) -> None:
         state.budget_step = state.committed + state.child_steps
         state.budget_cost = state.cost_usd
         state.budget_visits = dict(state.visits)
+    state.status = ThreadStatus.RUNNING
+    state.reason = None
+    state.suspend_kind = None
+
+
+def _forked(state: ThreadState, event: ThreadForked) -> None:
+    """A13: the log so far is the original's up to the fork point; from here the thread runs
+    as itself, its next step decided from its edge (core/fork.py cut off any suspension,
+    ending or waiting step that followed)."""
+    state.forked_from = {"thread": event.from_thread, "step": event.at_step}
+    if event.message:
+        state.resume_message = event.message
+        state.message_from = "forked"
+    state.in_flight = None
     state.status = ThreadStatus.RUNNING
     state.reason = None
     state.suspend_kind = None

@@ -100,6 +100,8 @@ class ThreadState:
     fanout: FanOut | None = None  # branches in progress; their steps are in its flights
     child_steps: int = 0  # steps of subgraph children, counted against max_steps
     resume_message: str | None = None  # appended to the next step's prompt
+    message_from: str = "resumed"  # who gave it: the person who "resumed" or "forked" it
+    forked_from: dict[str, Any] | None = None  # a fork's origin: {thread, step} (A13)
     resume_from_end: bool = False  # take $START.resume next
     end_message: str | None = None  # the message of a resume from an ending: $inputs.message
     reason: str | None = None  # why it waits, or is suspended, failed or cancelled

@@ -66,6 +66,7 @@ from .codec import (
     stored_to_dict,
     subgraph_snapshots,
 )
+from .forking import NoFork
 from .inputs import ReplayInput
 from .reading import Follower, TemporalRow, carried_graph, row_of, summary_line
 from .workflow import WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
@@ -86,7 +87,7 @@ def _let_go() -> None:
 HEARTBEAT_ENV = "ORCHESTRATOR_TEMPORAL_HEARTBEAT"  # seconds before a silent step is lost
 
 
-class TemporalSession(CarriedGraphs):
+class TemporalSession(CarriedGraphs, NoFork):
     """A thread's life on Temporal (see the module's docstring). `close()` lets go of the
     client; one still open when the interpreter exits is let go of then (see `_let_go`)."""
 
