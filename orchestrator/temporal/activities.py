@@ -16,6 +16,9 @@ checked out at the last committed step's files; after a reply its files are comm
 step ("step N: ROLE -> STATUS") and pushed to the thread's repository before the outcome goes
 back, so whichever worker runs the next step starts from them. A worktree that cannot be made
 or pushed suspends the thread, saying why (kind `actor`).
+
+A fork made with `--reuse` sends, for a step equal to the original's, the original's kept reply
+(`StepInput.reuse`, reuse.py): it is the step's reply, and no actor is called.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ..run.step import StepPlan, perform_step
 from ..vcs.git_safe import WorktreeError
 from ..vcs.shared import SharedBranch, checkout_step, commit_step, step_message
 from .codec import outcome_to_dict, plan_from_dict, role_from_dump
+from .reuse import reused_reply
 from .workflow import ACTIVITY_NAME, WORKER_SHUTDOWN, StepInput
 
 HEARTBEAT_EVERY = 1.0  # seconds; the SDK sends at most one per 80% of the heartbeat timeout
@@ -68,6 +72,8 @@ class StepActivities:
         name = params.role_name
         role = role_from_dump(name, params.role)
         plan = plan_from_dict(params.plan)
+        if params.reuse is not None:  # a fork's step equal to the original's: its kept reply
+            return outcome_to_dict(reused_reply(plan.step, params.reuse))
         if params.replay is not None:  # a replay: the recorded replies, no tool, no file
             actor: Any = ReplayActor(parse_recording(params.replay), pace=params.pace)
         else:

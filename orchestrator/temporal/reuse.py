@@ -1,0 +1,68 @@
+"""`threads fork --reuse` on Temporal: the steps of a fork that take the original's kept reply.
+
+Theory of operation
+-------------------
+A fork made with `--reuse` (docs/format.md section 20) serves a step after the fork point from
+the original thread, without calling its actor, while the step's role and rendered prompt equal
+the original's at the same step number; from the first difference on, every step is decided and
+played as usual. On Temporal that comparison is the workflow's and the serving the activity's:
+
+    kept_steps   the session, making the fork: the original's steps after the fork point, by
+                 number (role, rendered prompt, accepted reply), from the original's log; they
+                 travel in the fork's `ThreadInput` (and through continue-as-new) as data
+    reused       the workflow, before each step (pure): the kept step when this one equals it,
+                 and what stays kept afterwards (nothing, from the first difference on)
+    reused_reply the activity: the kept reply as the step's outcome, instead of the actor's
+
+So the workflow does no I/O to reuse a step (it compares data it holds) and the actor is never
+called for a reused step. A thread whose files live on a shared branch is not reused on
+Temporal: a reused step would have to carry the original step's files over too (the session
+refuses `--reuse` for it, saying so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.events import Event, StepCommitted, StepStarted
+from ..core.outcomes import Replied
+
+REUSED = "reused"  # the actor a reused step's StepCommitted names
+
+
+def kept_steps(from_thread: str, events: list[Event], at: int) -> dict[str, Any]:
+    """The original's committed steps numbered above `at` (the fork point itself is decided
+    again or replaced), as JSON values keyed by the step number (a string)."""
+    started: dict[int, StepStarted] = {}
+    steps: dict[str, Any] = {}
+    for event in events:
+        if isinstance(event, StepStarted):
+            started[event.step] = event  # the last start of a step is the one committed
+        elif isinstance(event, StepCommitted) and event.step > at and event.step in started:
+            begun = started[event.step]
+            steps[str(event.step)] = {
+                "role": event.role,
+                "prompt": begun.prompt,
+                "reply": event.reply,
+                "message": event.message,
+            }
+    return {"thread": from_thread, "steps": steps}
+
+
+def reused(
+    kept: dict[str, Any] | None, step: int, role: str, prompt: str
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the kept step this one takes, or None; what stays kept afterwards). A step that differs
+    from the original's at its number (another role, another prompt, none at all) ends the
+    reuse for good."""
+    if kept is None:
+        return None, None
+    same = kept["steps"].get(str(step))
+    if same is None or same["role"] != role or same["prompt"] != prompt:
+        return None, None
+    return {**same, "thread": kept["thread"], "step": step}, kept
+
+
+def reused_reply(step: int, kept: dict[str, Any]) -> Replied:
+    """The kept reply as the step's outcome: no actor called, nothing spent."""
+    return Replied(step, str(kept["reply"]), message=str(kept.get("message") or ""), actor=REUSED)
