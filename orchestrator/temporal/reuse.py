@@ -8,7 +8,8 @@ the original's at the same step number; from the first difference on, every step
 played as usual. On Temporal that comparison is the workflow's and the serving the activity's:
 
     kept_steps   the session, making the fork: the original's steps after the fork point, by
-                 number (role, rendered prompt, accepted reply), from the original's log; they
+                 number (role, rendered prompt, accepted reply), from the original's log (the
+                 fork point itself is decided again, by its actor, or replaced); they
                  travel in the fork's `ThreadInput` (and through continue-as-new) as data
     reused       the workflow, before each step (pure): the kept step when this one equals it,
                  and what stays kept afterwards (nothing, from the first difference on)
@@ -27,7 +28,7 @@ from typing import Any
 from ..core.events import Event, StepCommitted, StepStarted
 from ..core.outcomes import Replied
 
-REUSED = "reused"  # the actor a reused step's StepCommitted names
+REUSED = "reuse"  # the actor a reused step's StepCommitted names (as run/reuse.py names it)
 
 
 def kept_steps(from_thread: str, events: list[Event], at: int) -> dict[str, Any]:
@@ -46,19 +47,22 @@ def kept_steps(from_thread: str, events: list[Event], at: int) -> dict[str, Any]
                 "reply": event.reply,
                 "message": event.message,
             }
-    return {"thread": from_thread, "steps": steps}
+    return {"thread": from_thread, "at": at, "steps": steps}
 
 
 def reused(
-    kept: dict[str, Any] | None, step: int, role: str, prompt: str
+    kept: dict[str, Any] | None, step: int, role: str, prompt: str, repair: bool = False
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the kept step this one takes, or None; what stays kept afterwards). A step that differs
     from the original's at its number (another role, another prompt, none at all) ends the
-    reuse for good."""
+    reuse for good; so does a repair (a reused reply the contract now rejects: the actor
+    fixes it)."""
     if kept is None:
         return None, None
+    if step <= int(kept["at"]):  # the fork point itself is decided again (or was replied)
+        return None, kept
     same = kept["steps"].get(str(step))
-    if same is None or same["role"] != role or same["prompt"] != prompt:
+    if repair or same is None or same["role"] != role or same["prompt"] != prompt:
         return None, None
     return {**same, "thread": kept["thread"], "step": step}, kept
 

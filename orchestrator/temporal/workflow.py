@@ -214,7 +214,9 @@ class ThreadWorkflow(ChildThreads):
     async def act(self, command: RunStep) -> Outcome | None:
         role = self.graph.roles[command.role]
         plan = plan_step(self.graph, self.state, command, self.memory, self.model)
-        kept, self.reuse = reused(self.reuse, command.step, command.role, command.prompt)
+        kept, self.reuse = reused(
+            self.reuse, plan.step, plan.role_name, command.prompt, bool(plan.attempts)
+        )
         request = StepInput(
             command.role,
             role.model_dump(mode="json"),

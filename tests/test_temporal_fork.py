@@ -1,0 +1,199 @@
+"""Forking a thread on Temporal (docs/format.md section 20, docs/scale-out.md): a dev server on
+127.0.0.1, workers as processes, the CLI.
+
+A fork is a new workflow whose starting history is the original's log up to step N and the
+lineage event; it runs on the workers like any thread. Shown here: a fork at a person's step
+with a replacement reply takes the other edge, its lineage shows in `threads show`, and the
+original's history is byte-identical before and after; without a reply the step is decided
+again with the message; `--reuse` serves the steps equal to the original's from its kept
+replies (the fake Messages API counts the requests: none for them) until the first difference,
+with its control (the same fork without `--reuse` calls the actors); and a fork's history
+replays through the workflow code (it is deterministic).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.temporal_helpers import require_extra
+
+require_extra()
+
+from orchestrator.core.events import ThreadForked  # noqa: E402  (after the check above)
+from orchestrator.testing.fake_anthropic import FakeResponse  # noqa: E402
+from tests.process_helpers import wait_until  # noqa: E402
+from tests.temporal_helpers import temporal_address  # noqa: E402, F401  (a fixture, by name)
+from tests.test_temporal import (  # noqa: E402, F401  (fixtures, used by name)
+    Claude,
+    Cluster,
+    Project,
+    _replays_deterministically,
+    lines,
+    project,
+    role_of,
+)
+
+ENDED = ("completed", "failed", "cancelled")
+
+
+class Planning(Claude):
+    """The fake Messages API of tests/test_temporal.py, whose planner plans smaller when the
+    message of a fork asks it to."""
+
+    def answer(self, body: dict[str, Any]) -> FakeResponse:
+        if role_of(body) == "planner" and "smaller" in json.dumps(body.get("messages")):
+            with self.lock:
+                self.calls["planner"] += 1
+            return FakeResponse.text("---\n$status: ready\nplan: a smaller guard\n---\n")
+        return super().answer(body)
+
+
+@pytest.fixture
+def claude() -> Iterator[Claude]:
+    server = Planning()
+    server.fake.start()
+    try:
+        yield server
+    finally:
+        server.fake.stop()
+
+
+@pytest.fixture
+def cluster(temporal_address: str, project: Project, claude: Claude) -> Iterator[Cluster]:  # noqa: F811
+    found = Cluster(temporal_address, project, claude.fake)
+    found.worker()
+    try:
+        yield found
+    finally:
+        found.stop()
+
+
+def history(cluster: Cluster, thread: str) -> str:
+    """The thread's events as stored (sequence numbers, times, every field), as one text."""
+    session = cluster.session()
+    return json.dumps(
+        [(s.seq, s.at, type(s.event).__name__, repr(s.event)) for s in session.events(thread)]
+    )
+
+
+def settled(cluster: Cluster, thread: str, states: tuple[str, ...] = ENDED) -> str:
+    assert wait_until(lambda: cluster.state(thread) in states, timeout=90), cluster.state(thread)
+    return cluster.state(thread)
+
+
+def fork(cluster: Cluster, thread: str, **how: Any) -> str:
+    """`TemporalSession.fork` (what `threads fork --temporal` and the client call): its id."""
+    with cluster.session() as session:
+        return session.fork(thread, **how)
+
+
+def test_a_fork_with_a_reply_takes_the_other_edge_and_the_original_is_untouched(
+    cluster: Cluster,
+) -> None:
+    cluster.project.script(
+        worker={
+            "1": "---\n$status: ask\nnote: the plan\n---\n",
+            "3": "---\n$status: done\nnote: shipped\n---\n",
+        }
+    )
+    out = cluster.cli("run", "ask", "go")
+    assert out.returncode == 3, out.stderr
+    original = cluster.rows()[-1]["id"]
+    out = cluster.cli("threads", "answer", original, "--status", "yes", "--set", "why=fine")
+    assert out.returncode == 0, out.stderr
+    assert cluster.show(original)["final"] == "Finished: shipped"
+    before = history(cluster, original)
+
+    forked = fork(cluster, original, at=2, status="no", set={"why": "too risky"})
+    assert forked != original
+    assert settled(cluster, forked) == "completed"
+    shown = cluster.show(forked)
+    assert shown["final"] == "Stopped: too risky"  # the other edge of the person's step
+    steps = [(s["role"], s["status"]) for s in shown["steps"]]
+    assert steps == [("worker", "ask"), ("person", "no")]
+    events = [s.event for s in cluster.session().events(forked)]
+    lineage = [e for e in events if isinstance(e, ThreadForked)]
+    assert [(e.from_thread, e.at_step) for e in lineage] == [(original, 2)]
+
+    story = cluster.cli("threads", "show", forked)
+    assert story.returncode == 0, story.stderr
+    assert f"forked from {original} at step 2" in story.stdout
+
+    assert history(cluster, original) == before  # byte-identical: only read, never touched
+    assert cluster.show(original)["final"] == "Finished: shipped"
+    _replays_deterministically(cluster.address, forked)
+
+
+def test_a_fork_without_a_reply_decides_the_step_again_with_the_message(
+    cluster: Cluster, claude: Claude
+) -> None:
+    out = cluster.cli("run", "fix", "the crash on empty input")
+    assert out.returncode == 0, out.stderr
+    original = cluster.rows()[-1]["id"]
+    assert claude.calls == {"planner": 1, "developer": 1, "reviewer": 1}
+
+    forked = fork(cluster, original, at=2, message="keep it short")
+    assert settled(cluster, forked) == "completed"
+    assert claude.calls == {"planner": 1, "developer": 2, "reviewer": 2}
+    shown = cluster.show(forked)
+    developer = next(s for s in shown["steps"] if s["step"] == 2)
+    assert developer["prompt"].startswith("Implement: add a guard")
+    assert "keep it short" in developer["prompt"]  # the message, appended to its prompt
+
+
+def test_reuse_serves_equal_steps_from_the_original_until_the_first_difference(
+    cluster: Cluster, claude: Claude
+) -> None:
+    """Forked at step 1, the planner is asked again; steps 2 and 3 are asked what the original
+    asked, so they take its replies: the fake Messages API sees no request for them."""
+    out = cluster.cli("run", "fix", "the crash on empty input")
+    assert out.returncode == 0, out.stderr
+    original = cluster.rows()[-1]["id"]
+    assert claude.calls == {"planner": 1, "developer": 1, "reviewer": 1}
+
+    reused = fork(cluster, original, at=1, reuse=True)
+    assert settled(cluster, reused) == "completed"
+    assert claude.calls == {"planner": 2, "developer": 1, "reviewer": 1}
+    shown = cluster.show(reused)
+    assert shown["final"] == "Fixed: good"
+    assert [s["actor"] for s in shown["steps"]] == ["anthropic", "reuse", "reuse"]
+
+    # The control: the same fork without reuse calls every actor again.
+    fresh = fork(cluster, original, at=1)
+    assert settled(cluster, fresh) == "completed"
+    assert claude.calls == {"planner": 3, "developer": 2, "reviewer": 2}
+
+    # A message makes the planner plan otherwise, so step 2 differs: from there on every step
+    # is played, the reviewer's too, though its prompt equals the original's (the reuse ended
+    # at the first difference).
+    changed = fork(cluster, original, at=1, reuse=True, message="smaller")
+    assert settled(cluster, changed) == "completed"
+    assert claude.calls == {"planner": 4, "developer": 3, "reviewer": 3}
+    steps = cluster.show(changed)["steps"]
+    assert steps[1]["prompt"] == "Implement: a smaller guard"
+    assert steps[2]["prompt"] == cluster.show(original)["steps"][2]["prompt"]
+    assert "reuse" not in [s["actor"] for s in steps]
+    _replays_deterministically(cluster.address, reused)
+
+
+def test_a_refused_fork_makes_no_workflow(cluster: Cluster) -> None:
+    cluster.project.script(worker={"1": "---\n$status: done\nnote: quick\n---\n"})
+    out = cluster.cli("run", "ask", "go")
+    assert out.returncode == 0, out.stderr
+    before = len(cluster.rows())
+    original = cluster.rows()[-1]["id"]
+    out = cluster.cli("threads", "fork", original, "--at", "9")
+    assert out.returncode != 0
+    assert "no step 9 to fork at" in out.stderr and "Traceback" not in out.stderr
+    out = cluster.cli("threads", "fork", original, "--at", "1", "--status", "maybe")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "was not accepted" in out.stderr
+    assert len(cluster.rows()) == before
+
+
+def row_of(cluster: Cluster, thread: str) -> dict[str, Any]:
+    return next(r for r in cluster.rows() if r["id"] == thread)
