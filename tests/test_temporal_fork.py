@@ -14,7 +14,10 @@ replays through the workflow code (it is deterministic).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +27,7 @@ from tests.temporal_helpers import require_extra
 require_extra()
 
 from orchestrator.core.events import ThreadForked  # noqa: E402  (after the check above)
+from orchestrator.errors import OrchestratorError  # noqa: E402
 from orchestrator.testing.fake_anthropic import FakeResponse  # noqa: E402
 from tests.process_helpers import wait_until  # noqa: E402
 from tests.temporal_helpers import temporal_address  # noqa: E402, F401  (a fixture, by name)
@@ -197,3 +201,94 @@ def test_a_refused_fork_makes_no_workflow(cluster: Cluster) -> None:
 
 def row_of(cluster: Cluster, thread: str) -> dict[str, Any]:
     return next(r for r in cluster.rows() if r["id"] == thread)
+
+
+WRITER = """
+name: writer
+description: A worker that notes each step in a file, three times.
+roles:
+  worker:
+    description: Writes
+    goal: You write.
+    actor: { command: [PYTHON, "-c", SCRIPT], timeout: 60 }
+    frontmatter:
+      type: object
+      properties:
+        $status: { enum: [again, done] }
+        note: { type: string }
+      required: [$status, note]
+graph:
+  $START:
+    _: { role: worker, prompt: "Start {{{$inputs.task}}}" }
+  worker:
+    again: { role: worker, prompt: "Round after {{{note}}}" }
+    done: { role: $END, prompt: "Finished: {{{note}}}" }
+"""
+
+# Appends "step N" to notes.txt in the workspace; done at step 3.
+SCRIPT = (
+    "import os, sys; sys.stdin.read(); n = os.environ['ORCHESTRATOR_STEP'];"
+    "open('notes.txt', 'a').write(f'step {n}\\n');"
+    "s = 'done' if n == '3' else 'again';"
+    "sys.stdout.write(f'---\\n$status: {s}\\nnote: n{n}\\n---\\n')"
+)
+
+
+def git(cwd: Any, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **env}
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_a_fork_of_a_thread_on_a_shared_branch_starts_from_step_n_minus_1s_files(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    bare = tmp_path / "shared.git"
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    git(seed, "init", "--quiet", "-b", "main")
+    (seed / "README").write_text("a repository\n")
+    git(seed, "add", "README")
+    git(seed, "commit", "--quiet", "-m", "first")
+    git(tmp_path, "clone", "--quiet", "--bare", str(seed), str(bare))
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "clone", "--quiet", str(bare), str(checkout))
+    graph = cluster.project.graph(WRITER.replace("SCRIPT", json.dumps(SCRIPT)), "writer")
+    cluster.env["ORCHESTRATOR_WORKER_CACHE"] = str(tmp_path / "cache")
+    cluster.stop()
+    cluster.worker()
+    out = subprocess.run(
+        cluster.project.cmd("run", str(graph), "-i", "task=notes", "--task-queue", cluster.queue),
+        cwd=checkout,
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 0, out.stderr
+    original = cluster.rows()[-1]["id"]
+    branch = f"orchestrator/{original}"
+    assert git(bare, "show", f"{branch}:notes.txt") == "step 1\nstep 2\nstep 3"
+    tip = git(bare, "rev-parse", branch)
+
+    with pytest.raises(OrchestratorError, match="--reuse is not available on Temporal"):
+        fork(cluster, original, at=2, reuse=True)
+    forked = fork(cluster, original, at=2)
+    assert settled(cluster, forked) == "completed"
+    fork_branch = f"orchestrator/{forked}"
+    # Step 2 ran again from step 1's files: one "step 2" and one "step 3", not a second pair.
+    assert git(bare, "show", f"{fork_branch}:notes.txt") == "step 1\nstep 2\nstep 3"
+    subjects = git(bare, "log", "--format=%s", fork_branch).splitlines()
+    assert subjects[:3] == [
+        "step 3: worker -> done",
+        "step 2: worker -> again",
+        "step 1: worker -> again",
+    ]
+    step_one = git(bare, "rev-parse", f"{branch}~2")
+    assert git(bare, "rev-parse", f"{fork_branch}~2") == step_one  # the original's commit
+    assert git(bare, "rev-parse", branch) == tip  # the original's branch is untouched
