@@ -42,7 +42,7 @@ from ..store.base import StoredEvent
 from ..store.ids import new_thread_id
 from ..vcs.git_safe import WorktreeError
 from ..vcs.shared import SharedBranch, fork_branch
-from .codec import stored_to_dict
+from .codec import stored_to_dict, subgraph_snapshots
 from .inputs import ThreadInput
 from .reading import TemporalRow, carried_graph
 from .reuse import kept_steps
@@ -75,8 +75,10 @@ class Forks:
         message: str | None = None,
         reuse: bool = False,
         title: str | None = None,
+        graph: Graph | None = None,
     ) -> str:
-        """A fork of the thread, started on the workers (see the module's docstring); its id."""
+        """A fork of the thread, started on the workers (see the module's docstring); its id.
+        `graph`: the graph the fork runs on (default: the one the original carries)."""
         return self._sync(
             Forks.afork(
                 self,
@@ -88,6 +90,7 @@ class Forks:
                 message=message,
                 reuse=reuse,
                 title=title,
+                graph=graph,
             )
         )
 
@@ -102,10 +105,17 @@ class Forks:
         message: str | None = None,
         reuse: bool = False,
         title: str | None = None,
+        graph: Graph | None = None,
     ) -> str:
         row = await self.athread(thread_id)
         queue = row.task_queue or self.task_queue
         carried = await self._carried_by_id(row.id, queue)
+        if graph is not None:  # another graph to fork onto: carried as a resume's changed one
+            carried = {
+                "snapshot": graph.model_dump(mode="json"),
+                "graph_path": str(graph.path or row.graph_path),
+                "subgraphs": subgraph_snapshots(graph),
+            }
         graph = carried_graph(carried)
         stored = await self.aevents(row.id)
         original = [s.event for s in stored]
