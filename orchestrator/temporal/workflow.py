@@ -356,6 +356,8 @@ class ThreadWorkflow(ChildThreads):
         }
         if self.worktree is not None:  # a resume of the ended thread carries it on
             row["worktree"] = self.worktree
+        if s.forked_from:  # a fork's lineage, for the list and the original's page
+            row["forked_from"] = s.forked_from
         if {k: v for k, v in self.memo.items() if k not in RIDING} != row:
             updated = self.log[-1]["at"] if self.log else 0.0
             self.memo = {**row, "seq": len(self.log), "updated": updated}
