@@ -49,7 +49,7 @@ def test_prune_removes_ended_threads_worktrees_and_keeps_what_is_not_merged(
     assert dry.returncode == 0, dry.stderr
     assert f"thread {done} (completed):" in dry.stdout
     assert f"would remove worktree .orchestrator/worktrees/{done}" in dry.stdout
-    assert f"kept branch orchestrator/{done}: 1 commit on no other branch" in dry.stdout
+    assert f"kept branch orchestrator/{done}: 2 commits on no other branch" in dry.stdout
     assert "1 change not committed" in dry.stdout and "--force" in dry.stdout
     assert f"thread {paused} (suspended):" in dry.stdout and "continues there" in dry.stdout
     assert all((trees / t).is_dir() for t in (done, dropped, paused))  # nothing removed
@@ -65,7 +65,7 @@ def test_prune_removes_ended_threads_worktrees_and_keeps_what_is_not_merged(
 
     again = cli(repo, "threads", "prune", "--branches")
     assert again.returncode == 0
-    assert f"kept branch orchestrator/{done}: 1 commit on no other branch" in again.stdout
+    assert f"kept branch orchestrator/{done}: 2 commits on no other branch" in again.stdout
     assert f"orchestrator/{done}" in branches(repo)
 
     git(repo, "merge", "--quiet", "--no-edit", f"orchestrator/{done}")

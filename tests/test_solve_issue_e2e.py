@@ -133,7 +133,13 @@ def test_solve_issue_fixes_the_sample_repo_on_its_own_branch(
     fixed = git(repo, "show", f"{branch}:statskit/stats.py")
     assert "return (ordered[middle - 1] + ordered[middle]) / 2\n" in fixed + "\n"
     assert "def test_decimals" in git(repo, "show", f"{branch}:tests/test_stats.py")
-    assert git(repo, "rev-parse", f"{branch}~1") == head
+    # one commit a step ("step N: ROLE -> STATUS"), then the thread's summary, on the base
+    subjects = git(repo, "log", "--format=%s", f"{head}..{branch}").splitlines()
+    assert len(subjects) == row.steps + 1, subjects
+    assert subjects[-1].startswith("step 1: planner -> ") and subjects[1].startswith(
+        f"step {row.steps}: "
+    )
+    assert git(repo, "rev-parse", f"{branch}~{row.steps + 1}") == head
     check = subprocess.run(
         [sys.executable, "-m", "unittest", "-q"],
         cwd=store / "worktrees" / row.id,

@@ -154,8 +154,12 @@ def test_a_thread_that_edits_works_on_its_own_branch(
     assert Path(workspace) == worktree.resolve()
     # The work is committed on the branch ...
     assert git(repo, "show", f"{branch}:fix.txt") == f"fixed in {worktree.resolve()}"
-    assert git(repo, "log", "-1", "--format=%s", branch) == "edit-once: it"
-    assert git(repo, "rev-parse", f"{branch}~1") == head
+    # one commit a step, then the thread's summary (docs/format.md section 20)
+    assert git(repo, "log", "--format=%s", f"{head}..{branch}").splitlines() == [
+        "edit-once: it",
+        "step 1: worker -> done",
+    ]
+    assert git(repo, "rev-parse", f"{branch}~2") == head
     # ... and the checkout is exactly as it was.
     assert not (repo / "fix.txt").exists()
     assert git(repo, "status", "--porcelain") == ""
@@ -327,12 +331,14 @@ def test_a_repository_without_commits_is_refused(tmp_path: Path) -> None:
         create_worktree(empty, tmp_path / "store", "T1")
 
 
-def test_finishing_without_changes_makes_no_commit(tmp_path: Path) -> None:
+def test_finishing_without_changes_marks_the_end_with_an_empty_commit(tmp_path: Path) -> None:
+    """The steps committed the work already (one commit a step): the summary still marks
+    where the thread ended, and no file is listed as changed."""
     repo = make_repo(tmp_path / "repo")
     tree = create_worktree(repo, tmp_path / "store", "T1")
     outcome = finish_worktree(tree, "nothing\n")
-    assert outcome.commit is None and outcome.files == []
-    assert outcome.head == tree.base
+    assert outcome.commit == outcome.head and outcome.files == []
+    assert git(repo, "rev-parse", f"{outcome.head}~1") == tree.base
 
 
 def test_finishing_works_without_a_git_identity(

@@ -205,6 +205,8 @@ class ThreadForked(Event):
     at_step: int
     message: str | None = None
     reply: str | None = None  # the replacement reply, verbatim, as it was validated
+    reuse: bool = False  # later steps equal to the original's take its replies (section 20)
+    title: str | None = None  # the title asked for the fork
 
 
 @dataclass(frozen=True)

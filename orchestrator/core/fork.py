@@ -96,6 +96,8 @@ def fork_events(
     reply: str | None = None,
     message: str | None = None,
     workspace: str | None = None,
+    reuse: bool = False,
+    title: str | None = None,
 ) -> Fork:
     """The first events of a fork of the thread whose log is `events` (see the module's
     docstring). `graph`: the graph the fork runs on (a reply is checked against its roles).
@@ -124,7 +126,7 @@ def fork_events(
         )
     text = message.strip() if message and message.strip() else None
     head = replace(started, thread_id=new_id, workspace=workspace or started.workspace)
-    forked = ThreadForked(tid, n, text, reply)
+    forked = ThreadForked(tid, n, text, reply, reuse, title)
     out: list[Event] = [head, *kept[1:], forked]
     if reply is not None:
         out += _replied(graph, out, tid, n, reply)

@@ -10,14 +10,14 @@ property of the contract, not a class to switch on:
 - `close()`: lets go of what the session opened (its store connection, its Temporal client).
 
 Every read has an awaitable twin (`athread`, `athreads`, `aevents`, `aquestion`, `agraph_for`,
-`acancel`, `astart`) for callers inside an event loop: the sync forms of a Temporal session
+`acancel`, `astart`, `afork`) for callers inside an event loop: the sync forms of a Temporal session
 run their own loop, which a running loop cannot host.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -123,6 +123,37 @@ class ThreadSession(Protocol):
     def cancel(self, thread_id: str, reason: str = CANCELLED_BY_USER) -> ThreadRow: ...
 
     async def acancel(self, thread_id: str, reason: str = CANCELLED_BY_USER) -> ThreadRow: ...
+
+    def fork(
+        self,
+        thread_id: str,
+        *,
+        at: int | None = None,
+        reply: str | None = None,
+        status: str | None = None,
+        set: Mapping[str, Any] | None = None,  # noqa: A002 (the `--set` of the command line)
+        message: str | None = None,
+        reuse: bool = False,
+        title: str | None = None,
+        graph: Graph | None = None,
+    ) -> str:
+        """A new thread from this one's log up to step `at` (docs/format.md section 20); its
+        id. Refused (nothing made) as the moderator says (core/fork.py). Not advanced."""
+        ...
+
+    async def afork(
+        self,
+        thread_id: str,
+        *,
+        at: int | None = None,
+        reply: str | None = None,
+        status: str | None = None,
+        set: Mapping[str, Any] | None = None,  # noqa: A002
+        message: str | None = None,
+        reuse: bool = False,
+        title: str | None = None,
+        graph: Graph | None = None,
+    ) -> str: ...
 
     def worktree(self, thread_id: str) -> Worktree | None: ...
 

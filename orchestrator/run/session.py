@@ -12,8 +12,9 @@ The command line (a single run, a batch, `threads ...`) and the Python API go th
   commands and the workspace is in a repository (unless in place or replaying), then the
   ThreadStarted event, and the thread's trust boundary found and recorded (tools/boundary.py);
 - advance: the runner, with the worktree recreated if it was removed, the graph's Python code
-  imported afresh and the boundary entered before any role runs, and the work committed on
-  the thread's branch when the thread completes;
+  imported afresh and the boundary entered before any role runs, the work committed on the
+  thread's branch after every committed step (run/forking.py) and when the thread completes;
+- fork: a new thread from another's log up to a step (run/forking.py, core/fork.py);
 - resume, answer, cancel: requests judged by the moderator (a refusal raises `Refused`);
 - prune: the worktrees of threads that ended, and their merged branches;
 - read: a thread's summary row, its events and their typed view, and what a waiting thread
@@ -72,6 +73,7 @@ from ..vcs.worktrees import (
     uncommitted_changes,
 )
 from .errors import SessionError as SessionError
+from .forking import Forking, step_commits
 from .options import ActorFor, RunOptions, ThreadResult
 from .preflight import check_credentials, check_inputs, check_prices, found_models, preflight
 from .prune import Pruned, prune_worktrees
@@ -109,7 +111,7 @@ def open_store(
         raise SessionError(exc.message, usage=False) from None
 
 
-class Session(AwaitableTwins, ChildRouting):
+class Session(AwaitableTwins, ChildRouting, Forking):
     def __init__(self, store: EventStore, *, notify: Notify | None = None):
         self.store = store
         self.notify: Notify = notify or (lambda text: None)
@@ -259,6 +261,9 @@ class Session(AwaitableTwins, ChildRouting):
             pace = options.replay_pace if options is not None else 0.0
             replay_actor = ReplayActor(replay, pace=pace)
             actor_for = lambda name, role: replay_actor  # noqa: E731
+        else:  # a fork made with --reuse takes the original's replies (run/reuse.py)
+            actor_for = self.reusing(thread_id, actor_for, options)
+        options = step_commits(tree, thread_id, options, self.notify)  # a commit a step
         finished: dict[str, dict[str, Any]] = {}
 
         def commit(result: ThreadResult) -> None:  # runs while the lease is held

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
-from ..core.events import Event, StepCommitted, ThreadStarted, ThreadStatus
+from ..core.events import Event, StepCommitted, ThreadForked, ThreadStarted, ThreadStatus
 from ..core.state import ThreadSummary
 from .base import Owner, Resolved, StoredEvent, StoreError, ThreadBusy, ThreadNotFound, ThreadRow
 
@@ -116,6 +116,14 @@ class MemoryStore:
     def threads(self, state: str | None = None) -> list[ThreadRow]:
         rows = sorted((self.thread(thread_id) for thread_id in self._rows), key=lambda r: r.id)
         return [r for r in rows if state is None or r.state == state]
+
+    def forks(self) -> dict[str, dict[str, Any]]:
+        return {
+            tid: {"thread": s.event.from_thread, "step": s.event.at_step}
+            for tid, stored in self._events.items()
+            for s in stored
+            if isinstance(s.event, ThreadForked)
+        }
 
     def snapshot(self, thread_id: str) -> dict[str, Any]:
         return self._snapshots.get(thread_id, {})

@@ -40,6 +40,7 @@ from .base import (
     ThreadRow,
     pid_alive,
 )
+from .sqlite_errors import store_error as store_error  # what an SQLite error means
 from .writer import Writer
 
 SCHEMA = """
@@ -73,6 +74,7 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (thread_id, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS threads_state ON threads(state);
+CREATE INDEX IF NOT EXISTS events_forked ON events(thread_id) WHERE type = 'ThreadForked';
 """
 
 LEASE_SECONDS = 30.0
@@ -85,47 +87,6 @@ _ROW_COLUMNS = (
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def store_error(exc: sqlite3.Error, path: Path, doing: str) -> StoreError:
-    """What an SQLite error means for the person: the file, the cause, what to do."""
-    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
-    detail = str(exc)
-    if code == sqlite3.SQLITE_FULL:
-        return StoreError(
-            f"the disk holding the thread store {path} is full: {doing} failed ({detail}). "
-            "Free some space and try again; everything saved before is kept",
-            "full",
-        )
-    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        return StoreError(
-            f"the thread store {path} is damaged: {doing} failed ({detail}). To keep what "
-            f"can still be read: `sqlite3 {path} .recover | sqlite3 recovered.db`, then put "
-            "recovered.db in its place as threads.db (or move the store folder aside to start "
-            "afresh)",
-            "damaged",
-        )
-    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM):
-        return StoreError(
-            f"the thread store {path} cannot be written: {doing} failed ({detail}). Its "
-            "folder or file system is read-only or not accessible. Reading commands (threads "
-            "list, show, export) still work; to run or continue threads use a writable --store "
-            "DIR",
-            "unwritable",
-        )
-    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return StoreError(
-            f"the thread store {path} stayed locked by another process: {doing} failed "
-            f"({detail}). Try again",
-            "busy",
-        )
-    if code == sqlite3.SQLITE_IOERR:
-        return StoreError(
-            f"the thread store {path} could not be read or written: {doing} failed "
-            f"({detail}). The disk may be full, failing or gone; try again once it is fixed",
-            "io",
-        )
-    return StoreError(f"the thread store {path} failed: {doing} failed ({detail})")
 
 
 Method = Callable[Concatenate[Any, P], R]
@@ -367,6 +328,15 @@ class SqliteStore:
             query += " WHERE state = ?"
             args = (state,)
         return [_row(r) for r in self._db.execute(query + " ORDER BY id", args).fetchall()]
+
+    @guarded("reading the forks")
+    def forks(self) -> dict[str, dict[str, Any]]:
+        # A partial index holds the ThreadForked rows alone: no cost to any other append.
+        rows = self._db.execute(
+            "SELECT thread_id, json_extract(data, '$.from_thread'), json_extract(data, "
+            "'$.at_step') FROM events WHERE type = 'ThreadForked' ORDER BY thread_id, seq"
+        ).fetchall()  # a fork of a fork holds its origin's ThreadForked too: the last counts
+        return {tid: {"thread": origin, "step": step} for tid, origin, step in rows}
 
     @guarded("reading a thread's graph")
     def snapshot(self, thread_id: str) -> dict[str, Any]:

@@ -52,7 +52,16 @@ from .git_safe import (
     read_link,
     run_git,
 )
-from .worktrees import BRANCH_PREFIX, Worktree, find_repo, head_commit, identity, tree_git
+from .worktrees import (
+    BRANCH_PREFIX,
+    Worktree,
+    commit_all,
+    find_repo,
+    git,
+    head_commit,
+    identity,
+    tree_git,
+)
 
 STEP_SUBJECT = re.compile(r"^step (\d+): ")
 PUSH_TRIES = 5  # a parallel branch's push that lost the race is replayed on the new tip
@@ -243,9 +252,7 @@ def commit_step(tree: Worktree, shared: SharedBranch, message: str, lease: str) 
 
     `lease` is the tip the step started from: a push finding another tip (a parallel branch
     of the thread pushed meanwhile) replays this commit on that tip and tries again."""
-    tree_git(tree, ["add", "--all"])
-    commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-"]
-    tree_git(tree, commit, env=identity(tree), input=message)
+    commit_all(tree, message)
     mirror = Path(tree.common)
     ref = f"refs/heads/{shared.branch}"
     for _ in range(PUSH_TRIES):
@@ -296,3 +303,17 @@ def _gitdir(repository: Path) -> str:
 def step_message(step: int, role: str, status: str, thread_id: str) -> str:
     """The subject of a step's commit: "step N: ROLE -> STATUS" (what forking a thread reads)."""
     return f"step {step}: {role} -> {status}\n\nOrchestrator thread {thread_id}.\n"
+
+
+def step_commit(tree: Worktree, step: int) -> str:
+    """The commit a fork at `step` starts from: the newest commit on the thread's branch made
+    for an earlier step ("step K: ..." with K < `step`), else the branch's base. Asked of the
+    repository (`git log`), never of the worktree a role may have changed."""
+    ref = f"refs/heads/{tree.branch}"
+    log = git(["log", "--format=%H %s", f"{tree.base}..{ref}"], tree.repo).stdout
+    for line in log.splitlines():
+        commit, _, subject = line.partition(" ")
+        found = STEP_SUBJECT.match(subject)
+        if found and int(found.group(1)) < step:
+            return commit
+    return tree.base

@@ -19,8 +19,12 @@ Instead:
    (the worktree's folder in the repository's `.git/worktrees/`, and the repository's `.git`).
    A sidecar is used only when it names the thread's own branch and a worktree folder named
    after the thread (`load_worktree`): a store may come with a cloned repository.
-4. When the thread completes, everything in the worktree is committed on the branch
-   (`finish_worktree`): "the fix is on the thread's branch", ready to diff, merge or push by hand.
+4. After every committed step, everything in the worktree is committed on the branch, "step N:
+   ROLE -> STATUS" (`commit_all`, run/forking.py; one commit a step, as on Temporal), so a fork
+   at step N starts a worktree of its own at step N-1's commit (`create_worktree(start=...)`).
+   When the thread completes, a last commit with its summary message marks the end (with
+   whatever is left, `finish_worktree`): "the fix is on the thread's branch", ready to diff,
+   merge or push by hand.
    Nothing is pushed. The commit skips the repository's hooks and signing, so a hook can never
    lose the work; they run when the user commits or merges it themselves.
 5. The worktree is the roles' workspace, so its `.git` file is theirs to rewrite. Before git
@@ -257,14 +261,23 @@ def _ignore_store(store_dir: Path, repo: Path) -> None:
 
 
 def create_worktree(
-    workspace: str | os.PathLike[str], store_dir: str | os.PathLike[str], thread_id: str
+    workspace: str | os.PathLike[str],
+    store_dir: str | os.PathLike[str],
+    thread_id: str,
+    *,
+    start: str | None = None,
+    base: str | None = None,
 ) -> Worktree:
-    """Make the thread's worktree on a new branch from HEAD, and record it. Raises WorktreeError."""
+    """Make the thread's worktree on a new branch from HEAD, and record it. Raises WorktreeError.
+
+    A fork's worktree (`start`, `base`): its branch starts at the commit `start` (the original's
+    step before the fork point) and keeps the original's `base`, so its changes are listed from
+    where the original began."""
     ws = Path(workspace).resolve()
     repo = find_repo(ws)
     if repo is None:
         raise WorktreeError(f"{ws} is not inside a git repository")
-    base = head_commit(repo)
+    base = base or head_commit(repo)
     if base is None:
         raise WorktreeError(
             f"the repository at {repo} has no commits yet, so there is nothing to branch from; "
@@ -276,7 +289,7 @@ def create_worktree(
     _ignore_store(store, repo)
     path = folder / thread_id
     branch = BRANCH_PREFIX + thread_id
-    git(["worktree", "add", "--quiet", "-b", branch, str(path), base], repo)
+    git(["worktree", "add", "--quiet", "-b", branch, str(path), start or base], repo)
     subdir = ws.relative_to(repo).as_posix() if ws != repo else ""
     common = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], repo).stdout.strip()
     gitdir = read_link(path)  # what git just wrote, before any role could touch it
@@ -373,26 +386,26 @@ def commit_message(graph: str, thread_id: str, inputs: Mapping[str, Any], final:
     return f"{graph}: {subject}\n\n{body}\n"
 
 
+def commit_all(tree: Worktree, message: str) -> str:
+    """Commit everything in the worktree, even nothing (one commit per step: docs/format.md
+    section 20), skipping hooks and signing; the new commit. Raises WorktreeTampered, before
+    git runs, when a role changed the worktree's `.git`."""
+    tree_git(tree, ["add", "--all"])
+    commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-"]
+    tree_git(tree, commit, env=identity(tree), input=message)
+    return tree_git(tree, ["rev-parse", "HEAD"]).stdout.strip()
+
+
 def finish_worktree(tree: Worktree, message: str) -> Outcome:
-    """Commit everything in the worktree on the thread's branch; list the files changed.
+    """Commit everything in the worktree on the thread's branch, with the thread's summary
+    message (an empty commit when its steps' commits hold everything: it marks where the
+    thread ended); list the files changed since the base.
 
     Raises WorktreeTampered, before git runs, when a role changed the worktree's `.git`."""
-    tree_git(tree, ["add", "--all"])
-    staged_diff = ["diff", "--cached", "--quiet", "--ignore-submodules=none"]  # index and HEAD
-    staged = tree_git(tree, staged_diff, check=False).returncode != 0
-    commit: str | None = None
-    if staged:
-        tree_git(
-            tree,
-            # --allow-empty: git's own check would miss a staged nested repository (SAFE_CONFIG
-            # ignores submodules); `staged` above, on index and HEAD alone, did not.
-            ["commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-"],
-            env=identity(tree),
-            input=message,
-        )
-        commit = tree_git(tree, ["rev-parse", "HEAD"]).stdout.strip()
-    head = tree_git(tree, ["rev-parse", "HEAD"]).stdout.strip()
-    return Outcome(tree, commit, head, changed_files(tree))
+    # --allow-empty: the steps committed their work already (and git's own check would miss
+    # a staged nested repository: SAFE_CONFIG ignores submodules).
+    commit = commit_all(tree, message)
+    return Outcome(tree, commit, commit, changed_files(tree))
 
 
 # --------------------------------------------------------------------------- cleaning up
