@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from temporalio.client import WorkflowHandle
 
+from ..core.engine import fold
 from ..core.events import Event, StepStarted
 from ..core.fork import fork_events
 from ..core.state import ThreadState
@@ -121,7 +122,16 @@ class Forks:
         original = [s.event for s in stored]
         new_id = new_thread_id()
         text = _reply_text(graph, original, at, reply, status, set)
-        made = fork_events(original, graph, new_id=new_id, at=at, reply=text, message=message)
+        made = fork_events(
+            original,
+            graph,
+            new_id=new_id,
+            at=at,
+            reply=text,
+            message=message,
+            reuse=reuse,
+            title=title,
+        )
         if reuse and row.worktree is not None:
             raise SessionError(
                 f"--reuse is not available on Temporal for thread {row.id}: its files live on "
@@ -174,7 +184,10 @@ def _reply_text(
         return reply
     if status is None and not assignments:
         return None
-    roles = [e.role for e in events if isinstance(e, StepStarted) and e.step == at]
+    n = at if at is not None else fold(events).committed + 1
+    roles = [
+        e.role for e in events if isinstance(e, StepStarted) and e.step == n and e.branch is None
+    ]
     role = graph.roles.get(roles[-1]) if roles else None
     contract = role.contract.for_status(status or SINGLE_EXIT) if role is not None else None
     schemas = contract.field_schemas if contract is not None else {}

@@ -71,7 +71,7 @@ def forkable(allowed: Allowed, step: int) -> bool:
     return allowed.fork.ok and step in allowed.fork_steps
 
 
-def lineage(forked_from: Mapping[str, Any] | None, forks: Sequence[ThreadRow]) -> str:
+def lineage(forked_from: Mapping[str, Any] | None, forks: Sequence[tuple[ThreadRow, int]]) -> str:
     """Where the thread comes from, and the forks made of it."""
     parts = []
     if forked_from:
@@ -83,16 +83,11 @@ def lineage(forked_from: Mapping[str, Any] | None, forks: Sequence[ThreadRow]) -
     if forks:
         items = "".join(
             f'<li data-fork-thread="{esc(r.id)}"><a href="/threads/{esc(r.id)}">{esc(r.id)}</a>'
-            f" at step {esc(_at(r))} · {esc(str(r.state))}</li>"
-            for r in forks
+            f" at step {at} · {esc(str(r.state))}</li>"
+            for r, at in forks
         )
         parts.append(f'<p>forks of this thread:</p><ul class="forks">{items}</ul>')
     return f'<div class="lineage" data-live="lineage">{"".join(parts)}</div>' if parts else ""
-
-
-def _at(row: ThreadRow) -> object:
-    found = getattr(row, "forked_from", None) or {}
-    return found.get("step", "?") if isinstance(found, Mapping) else "?"
 
 
 def question_at(row: ThreadRow, view: ThreadView, graph: Graph | None, at: int) -> Question:

@@ -65,7 +65,7 @@ def thread_page(
     running_here: bool = False,
     notices: tuple[Notice, ...] = (),
     answer: AnswerState | None = None,
-    forks: Sequence[ThreadRow] = (),
+    forks: Sequence[tuple[ThreadRow, int]] = (),  # the forks of this thread, at their steps
 ) -> str:
     state = view.state
     status = str(state.status)
