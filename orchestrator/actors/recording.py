@@ -89,6 +89,7 @@ class Recording:
     recovery: str | None = None  # that ending's rendered `recovery`
     path: str | None = None  # the file it was loaded from
     resumed: tuple[RecordedResume, ...] = ()  # where the thread continued after an ending
+    forked_from: dict[str, Any] | None = None  # a fork's origin: {thread, step} (section 20)
 
     def resume_at(self, steps: int, ending: str | None) -> RecordedResume | None:
         """The recorded resume of a replay that reached an ending after `steps` committed steps
@@ -114,6 +115,8 @@ class Recording:
             data["recovery"] = self.recovery
         if self.resumed:
             data["resumed"] = [_resume_dict(r) for r in self.resumed]
+        if self.forked_from is not None:
+            data["forked_from"] = dict(self.forked_from)
         data["steps"] = [_step_dict(s) for s in self.steps]
         return data
 
@@ -229,6 +232,7 @@ def recording_from_events(
         ending=state.ending,
         recovery=state.recovery,
         resumed=resumes_of(events),
+        forked_from=dict(state.forked_from) if state.forked_from else None,
     )
 
 
@@ -323,7 +327,18 @@ def parse_recording(
         recovery=data.get("recovery") if isinstance(data.get("recovery"), str) else None,
         path=where,
         resumed=_parse_resumed(data.get("resumed"), len(steps), where),
+        forked_from=_forked_from(data.get("forked_from")),
     )
+
+
+def _forked_from(raw: Any) -> dict[str, Any] | None:
+    """`forked_from:` as {thread, step}, or None (anything else is not a fork's lineage)."""
+    if not isinstance(raw, dict):
+        return None
+    thread, step = raw.get("thread"), raw.get("step")
+    if not isinstance(thread, str) or isinstance(step, bool) or not isinstance(step, int):
+        return None
+    return {"thread": thread, "step": step}
 
 
 def _parse_resumed(raw: Any, steps: int, where: str) -> tuple[RecordedResume, ...]:

@@ -1,4 +1,5 @@
-"""`orchestrator threads ...`: list, show, resume, answer, cancel, export and prune threads."""
+"""`orchestrator threads ...`: list, show, resume, answer, cancel, export and prune threads
+(fork and diff: cli/forks.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +24,7 @@ from ..run.options import RunOptions
 from ..run.session import SessionError
 from ..run.waiting import question_for
 from ..store.base import StoredEvent, ThreadRow
+from ..views.forks import forks_of, lineage
 from ..views.plural import plural
 from ..views.story import story_json, story_text
 from ..views.summary import summary_row
@@ -37,6 +39,8 @@ from .common import (
     temporal_option,
 )
 from .drive import drive, shown
+from .forks import diff as diff_command
+from .forks import fork as fork_command
 from .interview import answer_options, ask_in_terminal
 from .session import cli_session, fail_session
 
@@ -48,6 +52,9 @@ if TYPE_CHECKING:
 def threads() -> None:
     """Inspect and continue threads."""
 
+
+threads.add_command(fork_command)
+threads.add_command(diff_command)
 
 STATES = [str(s) for s in ThreadStatus if s != ThreadStatus.NEW]
 
@@ -62,27 +69,33 @@ def list_threads(
 ) -> None:
     """List threads, oldest first."""
     try:
-        rows = _session(store_dir, temporal, readonly=True).threads(state)
+        session = _session(store_dir, temporal, readonly=True)
+        rows, forks = session.threads(state), session.forks()
     except SessionError as exc:  # a Temporal server that cannot be reached
         fail_session(exc)
     if as_json:
         for row in rows:
-            click.echo(json.dumps(row.to_dict(), ensure_ascii=False))
+            origin = {"forked_from": forks[row.id]} if row.id in forks else {}
+            click.echo(json.dumps(row.to_dict() | origin, ensure_ascii=False))
         return
     if not rows:
         click.echo("no threads" + (f" with status {state}" if state else ""))
         return
-    for line in thread_table(rows):
+    for line in thread_table(rows, forks):
         click.echo(line)
 
 
 GRAPH_WIDTH = 30  # a longer graph name is cut in the table (`threads show` has it whole)
 
 
-def thread_table(rows: list[ThreadRow]) -> list[str]:
+def thread_table(
+    rows: list[ThreadRow], forks: dict[str, dict[str, Any]] | None = None
+) -> list[str]:
     """The table `threads list` prints: a child thread (`PARENT.STEP`, a subgraph role's)
     comes right under its parent, indented, and every column's width is measured over all the
-    rows, so a child's longer id never pushes its row's columns out of line."""
+    rows, so a child's longer id never pushes its row's columns out of line. A fork says where
+    it was forked from after its reason (`forked from ID at step N`)."""
+    forks = forks or {}
     now = time.time()
     shown = [(depth, summary_row(row, now=now, why_width=60)) for depth, row in _nested(rows)]
     ids = ["  " * depth + row.id for depth, row in shown]
@@ -102,7 +115,11 @@ def thread_table(rows: list[ThreadRow]) -> list[str]:
             f"{ids[i]:<{w_id}}  {graphs[i]:<{w_graph}}  {row.state:<{w_state}}  "
             f"{row.steps:>{w_steps}}  {costs[i]:>{w_cost}}  {row.updated}"
         )
-        lines.append(line + (f"  {row.why}" if row.why else ""))
+        origin = forks.get(row.id)
+        notes = [row.why] if row.why else []
+        if origin is not None:
+            notes.append(f"forked from {origin['thread']} at step {origin['step']}")
+        lines.append(line + "".join(f"  {n}" for n in notes))
     return lines
 
 
@@ -148,11 +165,17 @@ def show(
     events = _events(session, row.id)
     question = session.question(row.id) if row.state == ThreadStatus.WAITING else None
     children = session.child_events
+    forks = session.forks()
+    made = forks_of(row.id, forks)
     if as_json:
         data = story_json(row, events, question, children)
+        data["forked_from"] = forks.get(row.id)
+        data["forks"] = [{"thread": f, "step": n} for f, n in made]
         click.echo(json.dumps(data, ensure_ascii=False, default=str))
     else:
         click.echo(story_text(row, events, question=question, full=full, children=children))
+        for line in lineage(forks.get(row.id), made):
+            click.echo(line)
 
 
 def _session(store_dir: Path | None, temporal: str | None, *, readonly: bool = False) -> AnySession:

@@ -233,6 +233,49 @@ class AsyncOrchestrator:
         )
         return await self._result(loaded, result)
 
+    async def fork(
+        self,
+        thread_id: str,
+        *,
+        at: int | None = None,
+        status: str | None = None,
+        fields: Mapping[str, Any] | None = None,
+        body: str = "",
+        text: str | None = None,
+        message: str | None = None,
+        reuse: bool = False,
+        title: str | None = None,
+        graph: GraphArg | None = None,
+        model: str | None = None,
+        max_steps: int | None = None,
+        actor_for: ActorFor | None = None,
+        options: RunOptions | None = None,
+    ) -> Thread:
+        """Fork the thread at step `at` (default: after its last committed step) and advance
+        the fork (docs/format.md section 20). A reply for step `at` (`status`, `fields`,
+        `body`, or the whole text) stands as its output, checked like a person's answer;
+        without one the step is decided again, `message` added to its prompt. `reuse` takes
+        the original's replies until a step differs. A refused fork raises `Refused` (with
+        `.errors` for a reply the contract refuses); nothing is made."""
+        row = await self._session.athread(thread_id)
+        loaded = _graph(graph) if graph is not None else await self._session.agraph_for(row)
+        reply = text
+        if reply is None and (status is not None or fields or body):
+            reply = format_reply(status, dict(fields or {}), body)
+        new_id = await self._session.afork(
+            row.id,
+            at=at,
+            reply=reply,
+            message=message,
+            reuse=reuse,
+            title=title,
+            graph=loaded,
+        )
+        result = await self._session.advance(
+            loaded, new_id, options=copied(options, model, max_steps), actor_for=actor_for
+        )
+        return await self._result(loaded, result)
+
     async def cancel(self, thread_id: str, *, reason: str = CANCELLED_BY_USER) -> Thread:
         """Cancel the thread for good; a process running it stops its step in flight."""
         row = await self._session.acancel(thread_id, reason)

@@ -200,6 +200,44 @@ class Orchestrator:
             )
         )
 
+    def fork(
+        self,
+        thread_id: str,
+        *,
+        at: int | None = None,
+        status: str | None = None,
+        fields: Mapping[str, Any] | None = None,
+        body: str = "",
+        text: str | None = None,
+        message: str | None = None,
+        reuse: bool = False,
+        title: str | None = None,
+        graph: GraphArg | None = None,
+        model: str | None = None,
+        max_steps: int | None = None,
+        actor_for: ActorFor | None = None,
+        options: RunOptions | None = None,
+    ) -> Thread:
+        """As `AsyncOrchestrator.fork`."""
+        return self._call(
+            self._client.fork(
+                thread_id,
+                at=at,
+                status=status,
+                fields=fields,
+                body=body,
+                text=text,
+                message=message,
+                reuse=reuse,
+                title=title,
+                graph=graph,
+                model=model,
+                max_steps=max_steps,
+                actor_for=actor_for,
+                options=options,
+            )
+        )
+
     def cancel(self, thread_id: str, *, reason: str = CANCELLED_BY_USER) -> Thread:
         """As `AsyncOrchestrator.cancel`."""
         return self._call(self._client.cancel(thread_id, reason=reason))

@@ -170,8 +170,8 @@ def _replied(graph: Graph, log: list[Event], tid: str, n: int, reply: str) -> li
         judged = judge(graph, asked, Answered(reply, n))
     except Refused as exc:
         raise Refused(
-            f"the reply for step {n} ({start.role}) of the fork was not accepted: it must fit "
-            f"role '{start.role}''s contract",
+            f"the reply for step {n} ({start.role}) of the fork was not accepted: it does not "
+            f"fit the contract of role '{start.role}'",
             exc.errors or (exc.message,),
         ) from None
     if not judged or not isinstance(judged[0], StepCommitted):

@@ -6,11 +6,11 @@ error of the family (`orchestrator.errors`), which the server words as the comma
 web page word it (`word`) and returns as a tool error. The server keeps running whatever a call
 does.
 What may happen to a thread (which steps may be answered, resume and whether it needs a
-message, cancel) is `allowed()`'s answer (core/allowed.py): `thread_state` shows it, and a
+message, cancel, the steps a fork may be made at) is `allowed()`'s answer (core/allowed.py): `thread_state` shows it, and a
 request it refuses is refused with its reason before anything runs.
 
-Threads run in this process, in the background: `start_thread`, `answer_thread` and
-`resume_thread` wait up to `wait_seconds` for the thread to stop (complete, suspend, wait for a
+Threads run in this process, in the background: `start_thread`, `answer_thread`,
+`resume_thread` and `fork_thread` wait up to `wait_seconds` for the thread to stop (complete, suspend, wait for a
 person, fail) and otherwise answer `running`; `thread_state` tells later how it went. They live
 in the same store as the command line's threads, so `orchestrator threads ...` sees them too.
 When the server stops, a thread still running is interrupted and can be resumed.
@@ -215,6 +215,40 @@ class Operations:
             lambda: self.session.resume(graph, row.id, message=message, options=RunOptions()),
             wait_seconds,
         )
+
+    async def fork_thread(
+        self,
+        thread: str,
+        at: int | None = None,
+        status: str | None = None,
+        fields: dict[str, Any] | None = None,
+        body: str = "",
+        text: str | None = None,
+        message: str | None = None,
+        reuse: bool = False,
+        wait_seconds: float = DEFAULT_WAIT,
+    ) -> dict[str, Any]:
+        """Fork the thread at step `at` and run the fork (docs/format.md section 20); which
+        steps may be forked at is `allowed()`'s, the reply is judged as an answer is."""
+        row = self.session.thread(thread)
+        graph = self.session.graph_for(row)
+        self.confine.check_sandboxed(graph)
+        fork = self.session.allowed(row.id, graph)
+        if not fork.fork.ok:
+            raise OperationFailed(fork.fork.why)
+        if at is not None and at not in fork.fork_steps:
+            last = fork.fork_steps[-1]
+            raise OperationFailed(f"thread {row.id} may be forked at steps 1 to {last}, not {at}")
+        reply = text
+        if reply is None and (status is not None or fields or body):
+            reply = format_reply(status, dict(fields or {}), body)
+        new_id = self.session.fork(
+            row.id, at=at, reply=reply, message=message, reuse=reuse, graph=graph
+        )
+        data = await self._run(
+            new_id, lambda: self.session.advance(graph, new_id, options=RunOptions()), wait_seconds
+        )
+        return {**data, "forked_from": {"thread": row.id, "step": at or fork.fork_steps[-1]}}
 
     async def cancel_thread(
         self, thread: str, reason: str = "cancelled by the user"

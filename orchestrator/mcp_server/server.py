@@ -34,7 +34,8 @@ INSTRUCTIONS = (
     "orchestrator runs multi-agent work as graphs of roles. List the graphs, validate one, "
     "start a thread of it with its inputs, then read the thread's state and story. A thread "
     "that waits for a person is answered with answer_thread (a status and its fields); a "
-    "suspended one is resumed with resume_thread. Calls that run a thread wait up to "
+    "suspended one is resumed with resume_thread; fork_thread tries a step again in a new "
+    "thread. Calls that run a thread wait up to "
     "wait_seconds and otherwise answer state 'running': ask thread_state later."
 )
 
@@ -199,6 +200,39 @@ def build_server(
     ) -> dict[str, Any]:
         """Continue a suspended or interrupted thread (or a completed one, with a message)."""
         return await ops.resume_thread(thread, message, wait_seconds)
+
+    @server.tool(annotations=RUNS)
+    @_tool_errors
+    async def fork_thread(
+        thread: ThreadArg,
+        at: Annotated[
+            int | None,
+            Field(
+                description="the step to fork at (thread_state lists them under allowed.fork."
+                "steps); default: after the last committed step"
+            ),
+        ] = None,
+        status: Annotated[
+            str | None, Field(description="a reply for that step: its status")
+        ] = None,
+        fields: Annotated[dict[str, Any] | None, Field(description="the reply's fields")] = None,
+        body: Annotated[str, Field(description="free text after the fields")] = "",
+        text: Annotated[
+            str | None, Field(description="the whole reply instead of status, fields and body")
+        ] = None,
+        message: Annotated[
+            str | None, Field(description="without a reply: a note added to the step's prompt")
+        ] = None,
+        reuse: Annotated[
+            bool, Field(description="take the original's replies until a step differs")
+        ] = False,
+        wait_seconds: WaitArg = DEFAULT_WAIT,
+    ) -> dict[str, Any]:
+        """Fork a thread at a step into a new thread (the original is untouched), with a reply
+        for that step or the step decided again, and run the fork."""
+        return await ops.fork_thread(
+            thread, at, status, fields, body, text, message, reuse, wait_seconds
+        )
 
     @server.tool(annotations=DESTROYS)
     @_tool_errors

@@ -149,6 +149,10 @@ class Forking:
             graph=graph,
         )
 
+    def forks(self: _Reads) -> dict[str, dict[str, Any]]:
+        """Thread id -> {thread, step}: each fork in the store and where it was forked from."""
+        return self.store.forks()
+
     def reusing(
         self: _Reads, thread_id: str, actor_for: ActorFor | None, options: RunOptions | None
     ) -> ActorFor | None:

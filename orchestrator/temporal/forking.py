@@ -15,6 +15,9 @@ module. `fork` does on Temporal what the local session's does in its store:
    workers like any thread: step N decided again from its edge (its prompt re-rendered, with
    the message), or, after a replacement reply, the edge that reply picks.
 
+`forks` lists the forks on the server from the workflows' memos (each fork's memo holds its
+lineage), as `threads list` reads its rows.
+
 `reuse`: the original's steps after the fork point travel with the fork (temporal/reuse.py):
 the workflow hands a step equal to the original's the kept reply, and the activity returns it
 without calling the actor, until the first difference. Not for a thread on a shared branch: a
@@ -62,9 +65,16 @@ class _Host(Protocol):
     async def aevents(self, thread_id: str, after: int = 0) -> list[StoredEvent]: ...
     async def _start_run(self, params: ThreadInput, task_queue: str, summary: str) -> None: ...
     def state(self, thread_id: str) -> ThreadState: ...
+    async def athreads(self, state: str | None = None) -> list[TemporalRow]: ...
 
 
 class Forks:
+    def forks(self: _Host) -> dict[str, dict[str, Any]]:
+        """Thread id -> {thread, step}: each fork on the server and where it was forked from
+        (the lineage its workflow's memo holds: no worker needed)."""
+        rows = self._sync(self.athreads())
+        return {r.id: dict(r.forked_from) for r in rows if r.forked_from}
+
     def fork(
         self: _Host,
         thread_id: str,

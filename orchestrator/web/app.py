@@ -217,16 +217,13 @@ class Web:
         return _html(html, status)
 
     def _forks(self, thread_id: str) -> list[tuple[ThreadRow, int]]:
-        """The forks of the thread, each with the step it was forked at: the lineage a row
-        carries (Temporal's memo), else the local store's (its ThreadForked events)."""
-        store = getattr(self.reader, "store", None)
-        origins = store.forks() if store is not None and hasattr(store, "forks") else {}
-        found = []
-        for r in self.reader.threads():
-            origin = getattr(r, "forked_from", None) or origins.get(r.id)
-            if isinstance(origin, dict) and origin.get("thread") == thread_id:
-                found.append((r, int(origin.get("step") or 0)))
-        return found
+        """The forks of the thread, each with the step it was forked at (the session's
+        lineage: the store's ThreadForked events, or Temporal's memos)."""
+        mine = {t: o for t, o in self.reader.forks().items() if o.get("thread") == thread_id}
+        if not mine:  # most threads: no second read
+            return []
+        rows = [r for r in self.reader.threads() if r.id in mine]
+        return [(r, int(mine[r.id].get("step") or 0)) for r in rows]
 
     async def _row(self, request: Request) -> ThreadRow | Response:
         thread_id = request.path_params["thread_id"]
