@@ -112,9 +112,14 @@ def test_a_fork_with_a_reply_takes_the_other_edge_and_the_original_is_untouched(
     assert cluster.show(original)["final"] == "Finished: shipped"
     before = history(cluster, original)
 
-    forked = fork(cluster, original, at=2, status="no", set={"why": "too risky"})
-    assert forked != original
-    assert settled(cluster, forked) == "completed"
+    # `threads fork --temporal` (ORCHESTRATOR_TEMPORAL here) makes it and follows it to its end.
+    out = cluster.cli(
+        "threads", "fork", original, "--at", "2", "--status", "no", "--set", "why=too risky",
+        "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    forked = lines(out)[-1]["thread"]
+    assert forked != original and lines(out)[-1]["state"] == "completed"
     shown = cluster.show(forked)
     assert shown["final"] == "Stopped: too risky"  # the other edge of the person's step
     steps = [(s["role"], s["status"]) for s in shown["steps"]]
