@@ -297,3 +297,33 @@ def test_a_fork_of_a_thread_on_a_shared_branch_starts_from_step_n_minus_1s_files
     step_one = git(bare, "rev-parse", f"{branch}~2")
     assert git(bare, "rev-parse", f"{fork_branch}~2") == step_one  # the original's commit
     assert git(bare, "rev-parse", branch) == tip  # the original's branch is untouched
+
+
+def test_fork_from_here_on_the_web_page_over_temporal(cluster: Cluster) -> None:
+    """`serve --temporal`: "fork from here" on the person's step, the reply editor's "no" form
+    sent, and the browser lands on the fork's page, run by the workers to the other edge."""
+    from playwright.sync_api import expect  # why: only this test drives a browser
+
+    from tests.web_helpers import chromium, served
+
+    cluster.project.script(worker={"1": "---\n$status: ask\nnote: the plan\n---\n"})
+    assert cluster.cli("run", "ask", "go").returncode == 3
+    original = cluster.rows()[-1]["id"]
+    with (
+        served(None, env=cluster.env, temporal=(cluster.address, cluster.queue)) as server,
+        chromium() as browser,
+    ):
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        page.goto(server.at(f"threads/{original}"))
+        step = page.locator('details.step[data-step="2"]')
+        expect(step).to_have_count(1, timeout=30_000)
+        expect(step.locator("a.fork")).to_have_count(1)  # the waiting step may be forked at
+        step.evaluate("card => { card.open = true; }")  # opened, as a person opens it
+        step.locator("a.fork").click()
+        no = page.locator('form[data-status="no"]')
+        no.locator('textarea[name="field.why"]').fill("not now")
+        no.locator("button").click()
+        expect(page.locator(".facts [data-state]")).to_have_text("completed", timeout=60_000)
+        expect(page.locator("[data-ending] pre.final")).to_have_text("Stopped: not now")
+        expect(page.locator(f'[data-forked-from="{original}"]')).to_contain_text("at step 2")
+    assert cluster.state(original) == "waiting"  # the original still waits for its person
