@@ -27,7 +27,6 @@ from tests.temporal_helpers import require_extra
 require_extra()
 
 from orchestrator.core.events import ThreadForked  # noqa: E402  (after the check above)
-from orchestrator.errors import OrchestratorError  # noqa: E402
 from orchestrator.testing.fake_anthropic import FakeResponse  # noqa: E402
 from tests.process_helpers import wait_until  # noqa: E402
 from tests.temporal_helpers import temporal_address  # noqa: E402, F401  (a fixture, by name)
@@ -281,8 +280,6 @@ def test_a_fork_of_a_thread_on_a_shared_branch_starts_from_step_n_minus_1s_files
     assert git(bare, "show", f"{branch}:notes.txt") == "step 1\nstep 2\nstep 3"
     tip = git(bare, "rev-parse", branch)
 
-    with pytest.raises(OrchestratorError, match="--reuse is not available on Temporal"):
-        fork(cluster, original, at=2, reuse=True)
     forked = fork(cluster, original, at=2)
     assert settled(cluster, forked) == "completed"
     fork_branch = f"orchestrator/{forked}"
@@ -297,6 +294,18 @@ def test_a_fork_of_a_thread_on_a_shared_branch_starts_from_step_n_minus_1s_files
     step_one = git(bare, "rev-parse", f"{branch}~2")
     assert git(bare, "rev-parse", f"{fork_branch}~2") == step_one  # the original's commit
     assert git(bare, "rev-parse", branch) == tip  # the original's branch is untouched
+
+    # --reuse: step 2 runs again (the fork point), step 3 is asked what the original's was and
+    # takes its reply without running the command: replies are reused, not files, and the
+    # step still has its commit.
+    reused = fork(cluster, original, at=2, reuse=True)
+    assert settled(cluster, reused) == "completed"
+    assert [s["actor"] for s in cluster.show(reused)["steps"]] == ["command", "command", "reuse"]
+    reused_branch = f"orchestrator/{reused}"
+    assert git(bare, "show", f"{reused_branch}:notes.txt") == "step 1\nstep 2"
+    subjects = git(bare, "log", "--format=%s", reused_branch).splitlines()
+    assert subjects[:2] == ["step 3: worker -> done", "step 2: worker -> again"]
+    assert git(bare, "rev-parse", branch) == tip
 
 
 def test_fork_from_here_on_the_web_page_over_temporal(cluster: Cluster) -> None:

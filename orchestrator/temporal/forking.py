@@ -19,10 +19,9 @@ module. `fork` does on Temporal what the local session's does in its store:
 lineage), as `threads list` reads its rows.
 
 `reuse`: the original's steps after the fork point travel with the fork (temporal/reuse.py):
-the workflow hands a step equal to the original's the kept reply, and the activity returns it
-without calling the actor, until the first difference. Not for a thread on a shared branch: a
-reused step's files would have to come from the original's branch too; that is refused, saying
-so. The original workflow is only read (two queries), never signalled or updated.
+the workflow hands a step equal to the original's the kept reply, and the activity plays it
+instead of calling the actor, until the first difference; replies are reused, not files (as
+locally). The original workflow is only read (two queries), never signalled or updated.
 """
 
 from __future__ import annotations
@@ -142,13 +141,6 @@ class Forks:
             reuse=reuse,
             title=title,
         )
-        if reuse and row.worktree is not None:
-            raise SessionError(
-                f"--reuse is not available on Temporal for thread {row.id}: its files live on "
-                "a shared branch, and a reused step would have to bring the original step's "
-                "files along; fork it without --reuse (every step after the fork point runs)",
-                usage=True,
-            )
         shared = None
         if row.worktree is not None:
             try:

@@ -13,12 +13,12 @@ played as usual. On Temporal that comparison is the workflow's and the serving t
                  travel in the fork's `ThreadInput` (and through continue-as-new) as data
     reused       the workflow, before each step (pure): the kept step when this one equals it,
                  and what stays kept afterwards (nothing, from the first difference on)
-    reused_reply the activity: the kept reply as the step's outcome, instead of the actor's
+    KeptReply    the activity (activities.py): the kept reply played as the step's actor,
+                 instead of the role's
 
-So the workflow does no I/O to reuse a step (it compares data it holds) and the actor is never
-called for a reused step. A thread whose files live on a shared branch is not reused on
-Temporal: a reused step would have to carry the original step's files over too (the session
-refuses `--reuse` for it, saying so).
+So the workflow does no I/O to reuse a step (it compares data it holds) and the role's actor is
+never called for a reused step. As locally (run/reuse.py), replies are reused, not files: on a
+shared branch the reused step commits the worktree as it finds it (one commit a step).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.events import Event, StepCommitted, StepStarted
-from ..core.outcomes import Replied
 
 REUSED = "reuse"  # the actor a reused step's StepCommitted names (as run/reuse.py names it)
 
@@ -65,8 +64,3 @@ def reused(
     if repair or same is None or same["role"] != role or same["prompt"] != prompt:
         return None, None
     return {**same, "thread": kept["thread"], "step": step}, kept
-
-
-def reused_reply(step: int, kept: dict[str, Any]) -> Replied:
-    """The kept reply as the step's outcome: no actor called, nothing spent."""
-    return Replied(step, str(kept["reply"]), message=str(kept.get("message") or ""), actor=REUSED)
