@@ -130,6 +130,10 @@ def test_a_fork_with_a_reply_takes_the_other_edge_and_the_original_is_untouched(
     story = cluster.cli("threads", "show", forked)
     assert story.returncode == 0, story.stderr
     assert f"forked from {original} at step 2" in story.stdout
+    listed = cluster.cli("threads", "list", "--json")  # from the memos: no worker asked
+    assert listed.returncode == 0, listed.stderr
+    row = next(r for r in lines(listed) if r["id"] == forked)
+    assert row["forked_from"] == {"thread": original, "step": 2}
 
     assert history(cluster, original) == before  # byte-identical: only read, never touched
     assert cluster.show(original)["final"] == "Finished: shipped"
