@@ -37,7 +37,7 @@ def test_two_waiting_branches_through_the_operations(tmp_path: Path) -> None:
         assert done["state"] == "completed" and done["final"] == "go with 5"
 
         after = (await ops.thread_state(thread))["allowed"]
-        assert after["answer"] == [] and after["fork"] == {"ok": True}
+        assert after["answer"] == [] and after["fork"] == {"ok": True, "steps": [1, 3]}
         with pytest.raises(OperationFailed, match=r"no `\$START.resume` edge"):
             await ops.resume_thread(thread)
         with pytest.raises(OperationFailed, match="already completed"):

@@ -41,6 +41,7 @@ from ..vcs.worktrees import (
     commit_all,
     create_worktree,
     discard_worktree,
+    identity,
     load_worktree,
 )
 from .actors import default_actor_for
@@ -239,13 +240,16 @@ def step_commits(
     options = options or RunOptions()
     shown = options.on_event
     failed: list[str] = []
+    author: list[dict[str, str]] = []  # the commits' identity, asked of git once an advance
 
     def on_event(stored: StoredEvent, state: ThreadState) -> None:
         event = stored.event
         if isinstance(event, StepCommitted) and not failed:
             text = step_message(event.step, event.role, event.status, thread_id)
             try:
-                commit_all(tree, text)
+                if not author:
+                    author.append(identity(tree))
+                commit_all(tree, text, author[0])
             except WorktreeError as exc:  # a tampered worktree: never committed again
                 failed.append(str(exc))
                 notify(f"step {event.step} was not committed on {tree.branch}: {exc}")

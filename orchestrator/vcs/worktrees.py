@@ -386,13 +386,14 @@ def commit_message(graph: str, thread_id: str, inputs: Mapping[str, Any], final:
     return f"{graph}: {subject}\n\n{body}\n"
 
 
-def commit_all(tree: Worktree, message: str) -> str:
+def commit_all(tree: Worktree, message: str, author: Mapping[str, str] | None = None) -> str:
     """Commit everything in the worktree, even nothing (one commit per step: docs/format.md
-    section 20), skipping hooks and signing; the new commit. Raises WorktreeTampered, before
-    git runs, when a role changed the worktree's `.git`."""
+    section 20), skipping hooks and signing; the new commit. `author`: `identity(tree)`, when
+    the caller asked it already (a thread's every step). Raises WorktreeTampered, before git
+    runs, when a role changed the worktree's `.git`."""
     tree_git(tree, ["add", "--all"])
     commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-F", "-"]
-    tree_git(tree, commit, env=identity(tree), input=message)
+    tree_git(tree, commit, env=identity(tree) if author is None else author, input=message)
     return tree_git(tree, ["rev-parse", "HEAD"]).stdout.strip()
 
 
