@@ -340,3 +340,18 @@ def test_fork_from_here_on_the_web_page_over_temporal(cluster: Cluster) -> None:
         expect(page.locator("[data-ending] pre.final")).to_have_text("Stopped: not now")
         expect(page.locator(f'[data-forked-from="{original}"]')).to_contain_text("at step 2")
     assert cluster.state(original) == "waiting"  # the original still waits for its person
+
+
+def test_the_python_client_forks_a_thread_on_temporal(cluster: Cluster) -> None:
+    """`Orchestrator(temporal=...).fork`: the fork is made on the server and followed to its
+    end, as the client does for a local thread."""
+    from orchestrator import Orchestrator  # why: only this test uses the client
+
+    cluster.project.script(worker={"1": "---\n$status: ask\nnote: the plan\n---\n"})
+    assert cluster.cli("run", "ask", "go").returncode == 3
+    original = cluster.rows()[-1]["id"]
+    with Orchestrator(temporal=cluster.address, task_queue=cluster.queue) as orch:
+        thread = orch.fork(original, at=2, status="no", fields={"why": "later"})
+    assert thread.id != original and thread.state == "completed"
+    assert cluster.show(thread.id)["final"] == "Stopped: later"
+    assert cluster.state(original) == "waiting"
