@@ -25,6 +25,9 @@ def test_the_client_forks_with_a_reply_and_with_a_message(tmp_path: Path) -> Non
         )
         assert (fork.state, fork.steps) == ("completed", 4)
         assert fork.id != original.id
+        assert fork.forked_from == {"thread": original.id, "step": 2}
+        assert orch.get(fork.id).forked_from == {"thread": original.id, "step": 2}
+        assert orch.get(original.id).forked_from is None
         assert orch.session.state(fork.id).forked_from == {"thread": original.id, "step": 2}
         with pytest.raises(Refused) as caught:
             orch.fork(original.id, at=2, status="rejected")

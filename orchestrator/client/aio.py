@@ -274,7 +274,8 @@ class AsyncOrchestrator:
         result = await self._session.advance(
             loaded, new_id, options=copied(options, model, max_steps), actor_for=actor_for
         )
-        return await self._result(loaded, result)
+        origin = {"thread": row.id, "step": at if at is not None else row.steps + 1}
+        return dataclasses.replace(await self._result(loaded, result), forked_from=origin)
 
     async def cancel(self, thread_id: str, *, reason: str = CANCELLED_BY_USER) -> Thread:
         """Cancel the thread for good; a process running it stops its step in flight."""

@@ -39,6 +39,7 @@ class Thread:
     workspace: str = ""
     created: float = 0.0  # unix times
     updated: float = 0.0
+    forked_from: Mapping[str, Any] | None = None  # a fork's origin: {thread, step} (`get`)
 
     @property
     def ended(self) -> bool:
@@ -71,6 +72,8 @@ class Thread:
             }
         if self.worktree is not None:
             data["worktree"] = dict(self.worktree)
+        if self.forked_from is not None:
+            data["forked_from"] = dict(self.forked_from)
         return data
 
 
@@ -129,6 +132,7 @@ def of_log(row: ThreadRow, events: Sequence[StoredEvent], question: Question | N
         workspace=state.workspace or row.workspace,
         created=row.created,
         updated=row.updated,
+        forked_from=dict(state.forked_from) if state.forked_from else None,
     )
 
 
