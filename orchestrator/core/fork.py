@@ -15,7 +15,8 @@ What the events are (F1): the original's ThreadStarted with the new id (and `wor
 given: a fork with a worktree of its own), then every event before the first one that starts
 step N or a later one (StepStarted, BranchesStarted), less a trailing suspension, ending,
 failure, cancel, waiting step or rejected attempt (what stopped the original there is not the
-fork's); then `ThreadForked(from_thread, at_step, message, reply)`. Folded (A13), the thread
+fork's); then `ThreadForked(from_thread, at_step, message, reply, reuse, title)` (`reuse` and
+`title` only recorded here: run/reuse.py reads `reuse`). Folded (A13), the thread
 runs, `forked_from` set, and the driver decides step N again from its edge: its prompt rendered
 anew, with the message appended as a resume's message is ("Message from the person who forked
 this thread").
