@@ -3,7 +3,8 @@
 axe-core (the npm package, `tests/web_vendor/package.json` with its lock file; `.ci/run`
 installs it with `npm ci`) is injected into each page and run with the WCAG 2.0/2.1/2.2 A and
 AA rules. A serious or critical violation fails the test, on the threads page and on thread
-pages (one with steps, one waiting for a person's answer, one suspended), in the light and the
+pages (one with steps, one waiting for a person's answer, one suspended) and a fork's form
+("fork from here" on a person's step: its reply editor), in the light and the
 dark colour scheme. The control checks that axe sees a violation where one is planted, so a
 test that finds nothing has looked.
 """
@@ -90,12 +91,17 @@ def serious(browser: Any, url: str, scheme: str, *, plant: str = "") -> list[str
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("which", ["list", "steps", "waiting", "suspended"])
+@pytest.mark.parametrize("which", ["list", "steps", "waiting", "suspended", "fork"])
 def test_no_serious_accessibility_violation(
     site: tuple[Served, dict[str, str]], browser: Any, which: str, scheme: str
 ) -> None:
     server, threads = site
-    url = server.url if which == "list" else server.at(f"threads/{threads[which]}")
+    if which == "list":
+        url = server.url
+    elif which == "fork":  # "fork from here" on the person's step: the reply editor, options
+        url = server.at(f"threads/{threads['waiting']}/fork?step=2")
+    else:
+        url = server.at(f"threads/{threads[which]}")
     found = serious(browser, url, scheme)
     assert found == [], f"{which} page, {scheme} scheme:\n" + "\n".join(found)
 

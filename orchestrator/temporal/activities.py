@@ -16,6 +16,10 @@ checked out at the last committed step's files; after a reply its files are comm
 step ("step N: ROLE -> STATUS") and pushed to the thread's repository before the outcome goes
 back, so whichever worker runs the next step starts from them. A worktree that cannot be made
 or pushed suspends the thread, saying why (kind `actor`).
+
+A fork made with `--reuse` sends, for a step equal to the original's, the original's kept reply
+(`StepInput.reuse`, reuse.py): played by `KeptReply` instead of the role's actor, so no actor
+is called, and the step is committed on a shared branch like any other.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.exceptions import ApplicationErrorCategory as Category
 
+from ..actors.base import ActReply, ActRequest
 from ..actors.recording import ReplayActor, parse_recording
 from ..core.events import SuspendKind
 from ..core.outcomes import ActorFailed, Outcome, Replied
@@ -44,6 +49,7 @@ from ..run.step import StepPlan, perform_step
 from ..vcs.git_safe import WorktreeError
 from ..vcs.shared import SharedBranch, checkout_step, commit_step, step_message
 from .codec import outcome_to_dict, plan_from_dict, role_from_dump
+from .reuse import REUSED
 from .workflow import ACTIVITY_NAME, WORKER_SHUTDOWN, StepInput
 
 HEARTBEAT_EVERY = 1.0  # seconds; the SDK sends at most one per 80% of the heartbeat timeout
@@ -68,8 +74,10 @@ class StepActivities:
         name = params.role_name
         role = role_from_dump(name, params.role)
         plan = plan_from_dict(params.plan)
-        if params.replay is not None:  # a replay: the recorded replies, no tool, no file
-            actor: Any = ReplayActor(parse_recording(params.replay), pace=params.pace)
+        if params.reuse is not None:  # a fork's step equal to the original's: its kept reply
+            actor: Any = KeptReply(params.reuse)
+        elif params.replay is not None:  # a replay: the recorded replies, no tool, no file
+            actor = ReplayActor(parse_recording(params.replay), pace=params.pace)
         else:
             actor = self.actor_for(name, role)
         if params.worktree is None:
@@ -153,6 +161,20 @@ class StepActivities:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+
+
+class KeptReply:
+    """The actor of a reused step (reuse.py): the original's reply, no call, nothing spent. It
+    goes through `perform_step` like any actor, so a thread on a shared branch commits the step
+    ("step N: ROLE -> STATUS") as locally: replies are reused, not files."""
+
+    kind = REUSED
+
+    def __init__(self, kept: dict[str, Any]):
+        self.kept = kept
+
+    async def play(self, request: ActRequest) -> ActReply:
+        return ActReply(str(self.kept["reply"]), message=str(self.kept.get("message") or ""))
 
 
 def default_cache() -> Path:

@@ -26,6 +26,7 @@ class ThreadInput:
     replay_pace: float = 0.0
     worktree: dict[str, Any] | None = None  # vcs/shared.SharedBranch: the thread's branch
     replaying: bool = False  # a replay whose recording comes with the first advance (update)
+    reuse: dict[str, Any] | None = None  # a fork with --reuse: the original's kept steps (reuse.py)
 
 
 @dataclass
@@ -39,6 +40,7 @@ class StepInput:
     replay: dict[str, Any] | None = None  # a replay: the recording whose step is played
     pace: float = 0.0
     worktree: dict[str, Any] | None = None  # the thread's branch: the worker's worktree of it
+    reuse: dict[str, Any] | None = None  # a fork's reused step: the original's reply (reuse.py)
 
 
 @dataclass

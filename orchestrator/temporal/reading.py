@@ -40,6 +40,7 @@ class TemporalRow(ThreadRow):
     task_queue: str = ""
     closed: bool = False
     worktree: dict[str, Any] | None = None  # the thread's branch (vcs/shared.SharedBranch)
+    forked_from: dict[str, Any] | None = None  # a fork's origin: {thread, step} (forking.py)
 
 
 async def row_of(found: WorkflowExecution) -> TemporalRow:
@@ -67,6 +68,7 @@ async def row_of(found: WorkflowExecution) -> TemporalRow:
         task_queue=found.task_queue,
         closed=found.status != WorkflowExecutionStatus.RUNNING,
         worktree=memo.get("worktree") if isinstance(memo.get("worktree"), dict) else None,
+        forked_from=memo.get("forked_from") if isinstance(memo.get("forked_from"), dict) else None,
     )
 
 

@@ -14,6 +14,7 @@ given and otherwise does exactly what it does for a local thread:
     thread, threads         rows from the workflows' memos (no log read, no worker needed)
     events, state, view     the log, read from the workflow (a worker answers the query)
     graph_for               the graph the thread carries, or a changed one to resume with
+    fork                    a new workflow from the original's log up to step N (forking.py)
 
 It implements `ThreadSession` (run/contract.py). Sync methods run their own event loop (on a
 thread of their own when the caller's thread already runs one); the async ones (`athread`,
@@ -66,7 +67,7 @@ from .codec import (
     stored_to_dict,
     subgraph_snapshots,
 )
-from .forking import NoFork
+from .forking import Forks
 from .inputs import ReplayInput
 from .reading import Follower, TemporalRow, carried_graph, row_of, summary_line
 from .workflow import WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
@@ -87,7 +88,7 @@ def _let_go() -> None:
 HEARTBEAT_ENV = "ORCHESTRATOR_TEMPORAL_HEARTBEAT"  # seconds before a silent step is lost
 
 
-class TemporalSession(CarriedGraphs, NoFork):
+class TemporalSession(CarriedGraphs, Forks):
     """A thread's life on Temporal (see the module's docstring). `close()` lets go of the
     client; one still open when the interpreter exits is let go of then (see `_let_go`)."""
 

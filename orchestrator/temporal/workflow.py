@@ -9,7 +9,8 @@ driver (`core/driver.py`), the local runner being the other: the driver asks `de
 
     commit         append the event to the log the workflow keeps (its history is the store)
     act            plan the request (`run/plan.plan_step`, pure) and run the `run_step`
-                   activity on a worker (activities.py: the only place of its I/O)
+                   activity on a worker (activities.py: the only place of its I/O); a fork
+                   made with --reuse hands it the original's kept reply instead (reuse.py)
     single         the step in flight (stopped by a cancel or an interrupt)
     branches       the branch steps as tasks of the workflow
     run_child      a subgraph role's child: a child workflow (children.py)
@@ -97,6 +98,7 @@ with workflow.unsafe.imports_passed_through():
     from .inputs import ResumeInput as ResumeInput  # the sessions' and activities' names too
     from .inputs import StepInput as StepInput
     from .inputs import ThreadInput as ThreadInput
+    from .reuse import reused
 
     with contextlib.suppress(ImportError):  # an optional speed-up of fastcheck
         import jsonschema_rs  # noqa: F401
@@ -138,6 +140,7 @@ class ThreadWorkflow(ChildThreads):
         self.model = params.model
         self.heartbeat = timedelta(seconds=params.heartbeat_seconds)
         self.worktree = params.worktree
+        self.reuse = params.reuse  # a fork's kept steps, until the first difference (reuse.py)
         self.log: list[dict[str, Any]] = []
         self.sizes: list[int] = []  # each stored event's JSON size, for paging
         self.state = ThreadState()
@@ -211,6 +214,9 @@ class ThreadWorkflow(ChildThreads):
     async def act(self, command: RunStep) -> Outcome | None:
         role = self.graph.roles[command.role]
         plan = plan_step(self.graph, self.state, command, self.memory, self.model)
+        kept, self.reuse = reused(
+            self.reuse, plan.step, plan.role_name, command.prompt, bool(plan.attempts)
+        )
         request = StepInput(
             command.role,
             role.model_dump(mode="json"),
@@ -219,6 +225,7 @@ class ThreadWorkflow(ChildThreads):
             self.recording,
             self.replay_pace,
             self.worktree,
+            kept,
         )
         self._publish()
         self.stopped = False
@@ -316,6 +323,7 @@ class ThreadWorkflow(ChildThreads):
             replay_pace=self.replay_pace,
             replaying=self.replaying,
             worktree=self.worktree,
+            reuse=self.reuse,
         )
 
     def _publish(self) -> None:
@@ -348,6 +356,8 @@ class ThreadWorkflow(ChildThreads):
         }
         if self.worktree is not None:  # a resume of the ended thread carries it on
             row["worktree"] = self.worktree
+        if s.forked_from:  # a fork's lineage, for the list and the original's page
+            row["forked_from"] = s.forked_from
         if {k: v for k, v in self.memo.items() if k not in RIDING} != row:
             updated = self.log[-1]["at"] if self.log else 0.0
             self.memo = {**row, "seq": len(self.log), "updated": updated}

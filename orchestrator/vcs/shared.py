@@ -23,6 +23,9 @@ worktree of its own cache:
    STATUS" (empty when the step changed nothing: one commit per step), and pushed with a lease
    on the tip the step started from, so a worker never overwrites what another pushed meanwhile
    (a parallel branch of the thread: its commit is replayed on the new tip, and pushed again).
+4. A fork of the thread at step N (`fork_branch`, on the machine that forks it) is a branch of
+   its own in the same repository, `orchestrator/<fork-id>`, at the commit step N started from,
+   with the original's base: its first step starts from the original's files of step N-1.
 
 Everything runs through `git_safe.run_git` (no hook, helper or filter a repository names runs,
 no secret in git's environment; every transport but local files off), with the mirror named by
@@ -121,6 +124,25 @@ def share(folder: Path, thread_id: str) -> SharedBranch | None:
     return SharedBranch(repository, branch, base, "" if subdir == "." else subdir)
 
 
+def fork_branch(shared: SharedBranch, thread_id: str, step: int) -> SharedBranch:
+    """A fork's branch (docs/format.md section 20): `orchestrator/<thread_id>` in the same
+    repository, at the files step `step` of the original started from (its newest commit of
+    an earlier step, else the original's base). The base stays the original's, so that a fork
+    of this fork finds the original's step commits below its own. Raises WorktreeError."""
+    repository = Path(local_repository(shared.repository) or shared.repository)
+    git_dir = _gitdir(repository)
+    ref = f"refs/heads/{shared.branch}"
+    tip = run_git(["rev-parse", "--verify", f"{ref}^{{commit}}"], repository, git_dir=git_dir)
+    log = run_git(
+        ["log", "--format=%H %s", f"{shared.base}..{tip.stdout.strip()}"],
+        repository, git_dir=git_dir,
+    )  # fmt: skip
+    start, _ = _start(log.stdout, shared, step)
+    branch = BRANCH_PREFIX + thread_id
+    publish(repository, branch, start, "")
+    return SharedBranch(shared.repository, branch, shared.base, shared.subdir)
+
+
 # --------------------------------------------------------------------------- the worker
 
 
@@ -150,6 +172,11 @@ def start_of(mirror: Path, shared: SharedBranch, tip: str, step: int) -> tuple[s
     """The commit step `step` starts from (the newest on the branch of an earlier step), and
     the newest commit of this step after it, if any (an earlier attempt's)."""
     log = _mirror_git(mirror, ["log", "--format=%H %s", f"{shared.base}..{tip}"])
+    return _start(log, shared, step)
+
+
+def _start(log: str, shared: SharedBranch, step: int) -> tuple[str, str | None]:
+    """`start_of` over the branch's `git log --format="%H %s"` (newest first)."""
     own = None
     for line in log.splitlines():
         commit, _, subject = line.partition(" ")

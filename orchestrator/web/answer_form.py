@@ -10,12 +10,18 @@ A submitted form is turned into a reply exactly as `threads answer --status S --
 its options into one (the same typing of values by the field's schema, the same formatting),
 and checked by the moderator before anything is recorded: an answer the contract refuses is
 shown again with the errors and what the person typed.
+
+The same forms are the reply editor of "fork from here" (web/fork_page.py): a fork's
+replacement reply for a step is validated against the role's contract like a person's answer,
+so it is typed in the same inputs; the fork page gives its own `action`, an id `prefix` of its
+own, and `extra` inputs (reuse, title) placed before the button.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..definition.models import SINGLE_EXIT
@@ -33,50 +39,83 @@ def answer_forms(
     errors: tuple[str, ...] = (),
     status: str | None = None,
     typed: Mapping[str, str] | None = None,
+    look: FormLook | None = None,
 ) -> str:
-    """The forms for every status; `errors` and `typed` refill the one answered (`status`)."""
+    """The forms for every status; `errors` and `typed` refill the one answered (`status`).
+    `look`: where they are sent and what they say (default: a person's answer)."""
+    look = look or FormLook()
     out = []
     for form in question.forms:
         mine = form.status == status
-        out.append(_form(question, form, errors if mine else (), (typed or {}) if mine else {}))
+        chosen = (errors if mine else (), (typed or {}) if mine else {})
+        out.append(_form(question, form, *chosen, look))
     return "".join(out)
 
 
+@dataclass(frozen=True)
+class FormLook:
+    """Where the forms are sent and how they are worded: a person's answer by default; the
+    fork page's reply editor (its own action, ids, title, button and `extra` inputs)."""
+
+    action: str = ""  # "" : the thread's answer URL
+    prefix: str = "answer"  # of every input's id: two editors on one page never share one
+    title: str = "Answer"
+    button: str = ""  # the button's words, "{status}" standing for the status ("": an answer's)
+    extra: str = ""  # more inputs, before the button, HTML ("{status}" as in `button`)
+
+
 def _form(
-    question: Question, form: AnswerForm, errors: tuple[str, ...], typed: Mapping[str, str]
+    question: Question,
+    form: AnswerForm,
+    errors: tuple[str, ...],
+    typed: Mapping[str, str],
+    look: FormLook,
 ) -> str:
-    title = "Answer" if form.status == SINGLE_EXIT else f"Answer <code>{esc(form.status)}</code>"
+    status = form.status
+    single = status == SINGLE_EXIT
+    title = look.title if single else f"{look.title} <code>{esc(status)}</code>"
+    action = look.action or f"/threads/{question.thread_id}/answer"
+    ident = _ider(look.prefix)
     out = [
-        f'<form class="answer" method="post" action="/threads/{esc(question.thread_id)}/answer" '
-        f'data-status="{esc(form.status)}">',
-        f'<input type="hidden" name="status" value="{esc(form.status)}">',
+        f'<form class="answer" method="post" action="{esc(action)}" data-status="{esc(status)}">',
+        f'<input type="hidden" name="status" value="{esc(status)}">',
         f'<input type="hidden" name="step" value="{question.step}">',
         f"<strong>{title}</strong>",
     ]
     if errors:
         out.append('<ul class="errors">' + "".join(f"<li>{esc(e)}</li>" for e in errors) + "</ul>")
     for field in form.fields:
-        out.append(_input(form.status, field, typed.get(field.name)))
+        out.append(_input(ident(status, field.name), field, typed.get(field.name)))
     out.append(
-        f'<label for="{_id(form.status, "$body")}">body <span class="hint">(optional: free text '
+        f'<label for="{ident(status, "$body")}">body <span class="hint">(optional: free text '
         "under the frontmatter)</span></label>"
-        f'<textarea id="{_id(form.status, "$body")}" name="body" rows="2">'
+        f'<textarea id="{ident(status, "$body")}" name="body" rows="2">'
         f"{esc(typed.get('$body', ''))}</textarea>"
     )
-    label = "Send answer" if form.status == SINGLE_EXIT else f"Send {form.status}"
+    out.append(look.extra.replace(_STATUS, esc(status)))
+    if look.button:
+        label = look.button.replace(_STATUS, "" if single else status).strip()
+    else:
+        label = "Send answer" if single else f"Send {status}"
     out.append(f'<p><button class="primary" type="submit">{esc(label)}</button></p></form>')
     return "".join(out)
 
 
-def _id(status: str, name: str) -> str:
-    return esc(f"answer-{status}-{name}")
+# In `FormLook.extra`, where each form's status goes (its inputs' ids differ per form).
+_STATUS = "{status}"
 
 
-def _input(status: str, field: Field, typed: str | None) -> str:
+def _ider(prefix: str) -> Callable[[str, str], str]:
+    def ident(status: str, name: str) -> str:
+        return esc(f"{prefix}-{status}-{name}")
+
+    return ident
+
+
+def _input(ident: str, field: Field, typed: str | None) -> str:
     schema = field.schema if isinstance(field.schema, dict) else {}
     kind = schema.get("type")
     name = esc(FIELD_PREFIX + field.name)
-    ident = _id(status, field.name)
     hint = field.describe().split(": ", 1)[1] if ": " in field.describe() else ""
     required = " required" if field.required else ""
     label = f'<label for="{ident}">{esc(field.name)} <span class="hint">{esc(hint)}</span></label>'

@@ -9,6 +9,8 @@ Routes (all HTML unless said; every one behind `guard.Guard`):
     POST /threads/ID/answer         answer for a waiting person (form fields from the contract)
     POST /threads/ID/resume         resume, with an optional message
     POST /threads/ID/cancel         cancel
+    GET  /threads/ID/fork?step=N    "fork from here": the fork's form (web/fork_page.py)
+    POST /threads/ID/fork           fork at the step (a reply, or decided again); its page next
     GET  /static/style.css, app.js  the page's only assets, shipped in the package
 
 A request that fails is answered with its error worded by `orchestrator.errors.word`, as the
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -46,12 +50,14 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
+from ..core.allowed import fork_verdict
 from ..errors import OrchestratorError, Refused, ThreadNotFound, Wording, word
 from ..run.contract import ThreadSession
 from ..run.session import Session, open_store
 from ..store.base import ThreadRow
 from .answer_form import reply_from_form
 from .evals_page import eval_routes
+from .fork_page import ForkTyped, fork_page, question_at, reply_of, step_number
 from .guard import ASGIApp, Guard
 from .html import error_page
 from .list_page import STATES, select, signature, threads_page
@@ -113,6 +119,8 @@ def make_app(
         Route("/threads/{thread_id}/answer", web.answer, methods=["POST"]),
         Route("/threads/{thread_id}/resume", web.resume, methods=["POST"]),
         Route("/threads/{thread_id}/cancel", web.cancel, methods=["POST"]),
+        Route("/threads/{thread_id}/fork", web.fork_form),
+        Route("/threads/{thread_id}/fork", web.fork, methods=["POST"]),
         Route("/static/{name}", web.asset),
         *eval_routes(store_dir if temporal is None else None),  # the evals view (evals_page.py)
     ]
@@ -189,6 +197,7 @@ class Web:
             view = await self.read(self.reader.view, row.id)
             graph = await self.read(self.reader.graph_of, row)
             allowed = await self.read(self.reader.allowed, row.id, graph)
+            forks = await self.read(self._forks, row.id)
         except OrchestratorError as exc:
             return self._error(request, "the thread cannot be read", word(exc), 500)
         failed = self.runs.errors.get(row.id)
@@ -203,8 +212,18 @@ class Web:
             running_here=self.runs.running(row.id),
             notices=notices,
             answer=answer,
+            forks=forks,
         )
         return _html(html, status)
+
+    def _forks(self, thread_id: str) -> list[tuple[ThreadRow, int]]:
+        """The forks of the thread, each with the step it was forked at (the session's
+        lineage: the store's ThreadForked events, or Temporal's memos)."""
+        mine = {t: o for t, o in self.reader.forks().items() if o.get("thread") == thread_id}
+        if not mine:  # most threads: no second read
+            return []
+        rows = [r for r in self.reader.threads() if r.id in mine]
+        return [(r, int(mine[r.id].get("step") or 0)) for r in rows]
 
     async def _row(self, request: Request) -> ThreadRow | Response:
         thread_id = request.path_params["thread_id"]
@@ -281,6 +300,85 @@ class Web:
         except OrchestratorError as exc:
             return await self._after(request, row.id, word(exc))
         return await self._after(request, row.id, None)
+
+    async def fork_form(self, request: Request) -> Response:
+        row = await self._row(request)
+        if isinstance(row, Response):
+            return row
+        return await self._fork_page(request, row, request.query_params.get("step", ""))
+
+    async def fork(self, request: Request) -> Response:
+        """A fork of the thread at the posted step; the new thread runs from this server, and
+        its page is shown. A refused fork (no such step, a reply the contract refuses) is 422,
+        its form shown again."""
+        row = await self._row(request)
+        if isinstance(row, Response):
+            return row
+        data = await _form(request)
+        said = data.get("step", "")
+        at = step_number(said)
+        if at is None:
+            return await self._fork_page(request, row, said)
+        try:
+            view = await self.read(self.reader.view, row.id)
+            graph = await self.read(self.reader.graph_of, row)
+        except OrchestratorError as exc:
+            return self._error(request, "the thread cannot be read", word(exc), 500)
+        reply, typed = reply_of(question_at(row, view, graph, at), data)
+        fork = functools.partial(
+            self.reader.fork,
+            row.id,
+            at=at,
+            reply=reply,
+            message=typed.message.strip() or None,
+            reuse=typed.reuse,
+            title=typed.title or None,
+        )
+        try:
+            new_id = await self.read(fork)
+        except OrchestratorError as exc:
+            wording = word(exc)
+            errors = tuple(getattr(exc, "errors", ()) or ())
+            refill = dataclasses.replace(typed, errors=errors)
+            return await self._fork_page(request, row, said, wording, refill)
+        # The fork runs from here, as a resume from this page does (on Temporal its workers run
+        # it; this follows it). Its page shows a failure to start.
+        await self.runs.start(new_id, lambda s, g, o: s.advance(g, new_id, options=o))
+        return RedirectResponse(f"/threads/{new_id}", status_code=303)
+
+    async def _fork_page(
+        self,
+        request: Request,
+        row: ThreadRow,
+        said: str,
+        refused: Wording | None = None,
+        typed: ForkTyped | None = None,
+    ) -> Response:
+        """The fork's form for step `said`; 422 with the error in words for a step number
+        that is not one, or one the moderator does not let the thread be forked at."""
+        try:
+            view = await self.read(self.reader.view, row.id)
+            graph = await self.read(self.reader.graph_of, row)
+            allowed = await self.read(self.reader.allowed, row.id, graph)
+        except OrchestratorError as exc:
+            return self._error(request, "the thread cannot be read", word(exc), 500)
+        at = step_number(said)
+        if at is None or at not in allowed.fork_steps:
+            why = fork_verdict(view.state, at).why if at is not None else ""
+            shown = said if len(said) <= 40 else said[:40] + "…"
+            nowhere = Refused(why or f"'{shown}' is not a step number to fork thread {row.id} at")
+            return self._error(request, "cannot fork there", word(nowhere), 422)
+        if refused is not None and wants_json(request):
+            return self._error(request, "", refused, 422)
+        html = fork_page(
+            row,
+            view,
+            question_at(row, view, graph, at),
+            where=self.where,
+            notice=refused.text() if refused is not None else "",
+            typed=typed,
+        )
+        return _html(html, 422 if refused is not None else 200)
 
     async def _after(self, request: Request, thread_id: str, failed: Wording | None) -> Response:
         if failed is None:  # the thread moved: show it (a GET, so a reload sends nothing again)

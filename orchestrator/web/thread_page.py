@@ -9,12 +9,15 @@ message, the ending and its recovery, or why the thread stopped and the buttons 
 it (resume with a message, cancel, or the answer forms of each waiting person). The buttons and
 forms are those `allowed()` (core/allowed.py) lists and nothing else: a form per step a person
 may answer (each waiting branch, a person inside a subgraph's child), Resume (its message
-required when the moderator needs one) and Cancel exactly when the moderator would take them.
+required when the moderator needs one) and Cancel exactly when the moderator would take them,
+and "fork from here" on each step the moderator lets the thread be forked at (`fork_steps`);
+the thread's lineage (forked from, its forks) is web/fork_page.py's.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.allowed import Allowed
@@ -29,6 +32,7 @@ from ..views.story import ledger
 from ..views.summary import spent as cost
 from ..views.summary import totals
 from .answer_form import answer_forms
+from .fork_page import fork_link, forkable, lineage
 from .html import badge, esc, page, pre, stamp, value_text
 from .svg import to_svg
 
@@ -61,6 +65,7 @@ def thread_page(
     running_here: bool = False,
     notices: tuple[Notice, ...] = (),
     answer: AnswerState | None = None,
+    forks: Sequence[tuple[ThreadRow, int]] = (),  # the forks of this thread, at their steps
 ) -> str:
     state = view.state
     status = str(state.status)
@@ -75,6 +80,7 @@ def thread_page(
         f"<span>workspace <code>{esc(state.workspace)}</code></span>",
         "</div>",
     ]
+    head.append(lineage(state.forked_from, forks))
     if state.inputs:
         head.append("<details><summary>inputs</summary>" + _fields(state.inputs) + "</details>")
     body = [
@@ -84,7 +90,7 @@ def thread_page(
         "</div>",
         f'<div data-live="outcome">{_outcome(row, view, allowed, running_here, answer)}</div>',
         '<div class="layout"><section>',
-        f'<h2>Timeline</h2><div data-live="timeline">{_timeline(view)}</div>',
+        f'<h2>Timeline</h2><div data-live="timeline">{_timeline(view, allowed)}</div>',
         "</section><section>",
         f'<h2>Graph</h2><div data-live="graph">{_graph(graph, view)}</div>',
         f'<h2>Cost by role</h2><div data-live="ledger">{_ledger(view)}</div>',
@@ -182,13 +188,13 @@ def _actions(row: ThreadRow, allowed: Allowed, running_here: bool) -> str:
     return f'<div class="actions">{"".join(buttons)}</div>' if buttons else ""
 
 
-def _timeline(view: ThreadView) -> str:
+def _timeline(view: ThreadView, allowed: Allowed) -> str:
     if not view.steps:
         return '<p class="note">no step yet</p>'
-    return "".join(_step(s, view) for s in view.steps)
+    return "".join(_step(s, view, allowed) for s in view.steps)
 
 
-def _step(s: StepView, view: ThreadView) -> str:
+def _step(s: StepView, view: ThreadView, allowed: Allowed) -> str:
     running = not s.committed and view.state.flight(s.step) is not None
     status = (
         f'<span class="status">→ {esc(s.status)}</span>'
@@ -229,6 +235,8 @@ def _step(s: StepView, view: ThreadView) -> str:
             f"<details><summary>the rejected reply</summary>{pre(attempt.reply)}</details></div>"
         )
     parts += [f'<p class="note">{esc(note)}</p>' for note in s.notes]
+    if forkable(allowed, s.step):
+        parts.append(fork_link(allowed.thread_id, s.step))
     parts.append("</details>")
     return "".join(parts)
 
