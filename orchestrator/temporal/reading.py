@@ -15,7 +15,7 @@ from typing import Any
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 
 from ..core import engine
-from ..core.events import ThreadStatus
+from ..core.events import ThreadStarted, ThreadStatus
 from ..core.state import ThreadState
 from ..definition.models import Graph
 from ..run.options import RunOptions
@@ -40,6 +40,7 @@ class TemporalRow(ThreadRow):
     task_queue: str = ""
     closed: bool = False
     worktree: dict[str, Any] | None = None  # the thread's branch (vcs/shared.SharedBranch)
+    text: str = ""  # the start of its inputs' text, for `threads list --search`
 
 
 async def row_of(found: WorkflowExecution) -> TemporalRow:
@@ -67,6 +68,9 @@ async def row_of(found: WorkflowExecution) -> TemporalRow:
         task_queue=found.task_queue,
         closed=found.status != WorkflowExecutionStatus.RUNNING,
         worktree=memo.get("worktree") if isinstance(memo.get("worktree"), dict) else None,
+        title=str(memo.get("title") or ""),
+        labels=labels if isinstance(labels := memo.get("labels"), dict) else {},
+        text=str(memo.get("text") or ""),
     )
 
 
@@ -127,11 +131,9 @@ class Follower:
             await asyncio.sleep(pause)
 
 
-def summary_line(graph: Graph, inputs: dict[str, Any]) -> str:
-    """A line for Temporal's UI: the graph and the first text input."""
-    text = next((str(v) for v in inputs.values() if isinstance(v, str) and v.strip()), "")
-    text = " ".join(text.split())
-    return f"{graph.name}: {text[:120]}" if text else graph.name
+def summary_line(graph: Graph, started: ThreadStarted) -> str:
+    """A line for Temporal's UI: the graph and the thread's title (core/titles.py)."""
+    return f"{graph.name}: {started.title}" if started.title else graph.name
 
 
 def carried_graph(carried: dict[str, Any]) -> Graph:

@@ -107,6 +107,7 @@ MEMO_KEY = "thread"
 WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on a stopping worker
 MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
+MEMO_TEXT = 500  # characters of a thread's inputs kept in its memo, for a search
 RIDING = ("seq", "updated")  # memo fields written with a change of the row, never causing one
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
 
@@ -348,6 +349,12 @@ class ThreadWorkflow(ChildThreads):
         }
         if self.worktree is not None:  # a resume of the ended thread carries it on
             row["worktree"] = self.worktree
+        # The title and labels from the log's first event, and the start of the inputs (what
+        # `threads list --search` looks through): constant, so they never cause an update.
+        first = self.log[0]["event"] if self.log else {}
+        row["title"] = first.get("title", "")
+        row["labels"] = first.get("labels", {})
+        row["text"] = json.dumps(s.inputs, ensure_ascii=False)[:MEMO_TEXT]
         if {k: v for k, v in self.memo.items() if k not in RIDING} != row:
             updated = self.log[-1]["at"] if self.log else 0.0
             self.memo = {**row, "seq": len(self.log), "updated": updated}
