@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ from orchestrator.definition.loader import load_graph
 from orchestrator.definition.models import Graph
 from orchestrator.run.session import Session
 from orchestrator.store import search
+from orchestrator.store.base import ThreadRow
 from orchestrator.store.memory import MemoryStore
 from orchestrator.store.sqlite import SqliteStore
 from tests.cli_helpers import LOOP_GRAPH, Project
@@ -62,8 +63,9 @@ def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
     yield request.param
 
 
-def ids(rows: list[object]) -> list[str]:
-    return [str(getattr(r, "title")) for r in rows]
+def ids(rows: Sequence[ThreadRow]) -> list[str]:
+    """The rows' titles (each thread's here is unique)."""
+    return [r.title for r in rows]
 
 
 def filled(tmp_path: Path) -> tuple[Session, dict[str, str]]:
@@ -77,9 +79,7 @@ def filled(tmp_path: Path) -> tuple[Session, dict[str, str]]:
         (deploy, "Roll out the login service", None, {"team": "auth"}),
         (deploy, "Rotate the keys", "keys", {}),
     ]:
-        started = session.start(
-            graph, {"task": task}, folder=tmp_path, title=title, labels=labels
-        )
+        started = session.start(graph, {"task": task}, folder=tmp_path, title=title, labels=labels)
         made[started.first.event.title] = started.thread_id  # type: ignore[union-attr]
     session.cancel(made["keys"])
     return session, made
@@ -196,9 +196,7 @@ def test_an_older_store_keeps_its_threads_and_becomes_searchable(tmp_path: Path)
     new = Session(upgraded).start(
         graph_named(tmp_path, "review"), {"task": "t"}, folder=tmp_path, title="Quarterly audit"
     )
-    assert [r.id for r in upgraded.threads(None, ThreadQuery(search="quarter"))] == [
-        new.thread_id
-    ]
+    assert [r.id for r in upgraded.threads(None, ThreadQuery(search="quarter"))] == [new.thread_id]
     upgraded.close()
 
 
