@@ -34,6 +34,7 @@ KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 # C0 and C1 controls, DEL, the zero-width and bidirectional marks, embeddings, overrides and
 # isolates: none belongs in a one-line title, and some make a reader see another text.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_WORD = re.compile(r"[^\W_]+")
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|.)?")
 
 
@@ -112,11 +113,11 @@ def inputs_text(inputs: Mapping[str, Any], limit: int = 20_000) -> str:
 
 
 def search_words(text: str) -> list[str]:
-    """The words of a search, as typed (each must be found): at most 10, each at most 100
-    characters, controls dropped. A word without a letter or digit (`*`, `"`, `(`) is dropped:
-    a full-text index holds no such word, so both ways of searching ignore it alike."""
-    words = [w[:100] for w in _UNSAFE.sub(" ", text).split()]
-    return [w for w in words if any(c.isalnum() for c in w)][:10]
+    """The words of a search (each must be found): its runs of letters and digits, at most 10
+    of at most 100 characters. Punctuation (`"`, `*`, `(`, `-`) only separates words, as in a
+    full-text index, so both ways of searching (store/search.py) find the same threads and no
+    character is ever query syntax."""
+    return [w[:100] for w in _WORD.findall(text[:2000])][:10]
 
 
 @dataclass(frozen=True)
