@@ -31,8 +31,9 @@ TITLE_LENGTH = 80  # characters: a line of a list, with the id and state beside 
 LABEL_VALUE_LENGTH = 200
 MAX_LABELS = 20
 KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
-# C0 and C1 controls, DEL, the zero-width and bidirectional marks, embeddings, overrides and
-# isolates: none belongs in a one-line title, and some make a reader see another text.
+# Control characters (below 0x20, and 0x7f to 0x9f), the zero-width and bidirectional marks,
+# embeddings, overrides and isolates: none belongs in a one-line title, and some make a reader
+# see another text.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _WORD = re.compile(r"[^\W_]+")
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|.)?")
