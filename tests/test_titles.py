@@ -215,6 +215,8 @@ def test_run_titles_and_labels_a_thread_and_list_filters_it(tmp_path: Path) -> N
         ("Fix the login bug", {"team": "auth"}),
         ("Quarterly audit", {"team": "audit"}),
     ]
+    shown = project.run("threads", "show", rows[0]["id"])
+    assert "title: Fix the login bug\nlabels: team=auth\n" in shown.stdout, shown.stdout
     table = project.run("threads", "list", "--search", "login", "--state", "completed")
     assert table.returncode == 0, table.stderr
     assert "TITLE" in table.stdout and "Fix the login bug" in table.stdout

@@ -64,6 +64,9 @@ def test_a_hostile_title_is_one_short_line_of_text_on_the_terminal(project: Proj
     assert len(rows[0]["labels"]["k"]) <= 200 and BIDI not in rows[0]["labels"]["k"]
     raw = project.run("threads", "list", "--json").stdout
     assert BIDI not in raw and "\\u001b" not in raw
+    story = project.run("threads", "show", rows[0]["id"]).stdout
+    assert "title: Fix gnp.exe the login bug" in story
+    assert "\x1b" not in story and BIDI not in story
 
 
 def forge(store: Path, title: str) -> None:
