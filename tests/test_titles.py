@@ -283,3 +283,24 @@ def test_the_client_runs_with_a_title_and_lists_by_labels_and_search(tmp_path: P
             "Other",
         ]
         assert orch.get(done.id).labels == {"team": "auth"}
+
+
+def test_a_sqlite_without_fts5_searches_with_like_and_the_index_is_filled_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FTS5 missing (as in a build without it), not only switched off: the store still lists
+    and searches, and the thread it made is in the index once a build with FTS5 opens it."""
+    graph = graph_named(tmp_path, "review")
+    Session(SqliteStore(tmp_path / "store")).store.close()  # made, with its index
+    monkeypatch.setattr(search, "fts5_compiled", lambda: False)
+    without = SqliteStore(tmp_path / "store")
+    made = Session(without).start(graph, {"task": "Fix the login bug"}, folder=tmp_path)
+    assert [r.id for r in without.threads(None, ThreadQuery(search="login"))] == [made.thread_id]
+    without.close()
+    monkeypatch.undo()
+    with_fts = SqliteStore(tmp_path / "store")
+    db = sqlite3.connect(tmp_path / "store" / "threads.db")
+    assert db.execute("SELECT id FROM thread_search").fetchall() == [(made.thread_id,)]
+    db.close()
+    assert [r.id for r in with_fts.threads(None, ThreadQuery(search="log"))] == [made.thread_id]
+    with_fts.close()

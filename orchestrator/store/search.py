@@ -109,9 +109,13 @@ def _insert(db: sqlite3.Connection, thread_id: str, title: str, inputs: dict[str
 
 def index(db: sqlite3.Connection, started: ThreadStarted) -> None:
     """Index a new thread, in the transaction that creates it, where the store has an index
-    (also when this process searches with LIKE: the index stays whole for those that do not)."""
-    if fts5_compiled() and _has_index(db):
-        _insert(db, started.thread_id, started.title, started.inputs)
+    (also when this process searches with LIKE: the index stays whole for those that do not).
+    A SQLite without FTS5 cannot write the index: it marks the store for an upgrade instead."""
+    if _has_index(db):
+        if fts5_compiled():
+            _insert(db, started.thread_id, started.title, started.inputs)
+        else:  # a build without FTS5 cannot write it: the next one with it fills it again
+            db.execute("PRAGMA user_version = 0")
 
 
 def where(
