@@ -304,3 +304,26 @@ def test_a_sqlite_without_fts5_searches_with_like_and_the_index_is_filled_again(
     db.close()
     assert [r.id for r in with_fts.threads(None, ThreadQuery(search="log"))] == [made.thread_id]
     with_fts.close()
+
+
+def test_an_eval_runs_threads_labelled_by_suite_case_variant_and_repeat(tmp_path: Path) -> None:
+    from orchestrator.evals.api import evaluate
+    from tests.eval_project import make_project
+
+    suite = make_project(tmp_path / "p", ["hello", "level"])
+    outcome = evaluate(suite, folder=tmp_path / "out")
+    by_case = {r["case"]: r["thread"] for r in outcome.records}
+    store = SqliteStore(tmp_path / "out" / "store", readonly=True)
+    try:
+        found = store.threads(None, ThreadQuery(labels={"case": "level", "repeat": "1"}))
+        assert [r.id for r in found] == [by_case["level"]]
+        assert found[0].labels == {
+            "suite": Path(suite).stem,
+            "case": "level",
+            "variant": "a",
+            "repeat": "1",
+        }
+        every = store.threads(None, ThreadQuery(labels={"suite": Path(suite).stem}))
+        assert {r.id for r in every} == set(by_case.values())
+    finally:
+        store.close()
