@@ -3,8 +3,9 @@
 Events are rows keyed by (thread, seq); the primary key makes a second writer of the same
 sequence number fail, which is how two processes are kept from both advancing a thread. A
 thread's summary row (state, steps, cost), computed by the caller from the folded state, is
-written in the same transaction as the event, so `threads list` never reads the log. Appending
-costs the same at step 10 and at step 10,000.
+written in the same transaction as the event, so `threads list` never reads the log (but each
+thread's first event: its title and labels, and the filters and search, are `search.py`'s).
+Appending costs the same at step 10 and at step 10,000.
 
 Writes go through one write connection (`writer.py`): a write is committed at once on the
 caller's thread when nobody else is writing, and the writes of several threads waiting at once
