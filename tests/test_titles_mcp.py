@@ -15,6 +15,8 @@ from mcp import ClientSession  # noqa: E402  (after the check above)
 
 from tests.test_mcp_server import data_of, run_session, text_of  # noqa: E402
 
+HOSTILE = "\x1b]0;owned\x07hostile \x1b[31mred\u202e title " + "A" * 60_000
+
 
 def test_mcp_starts_titled_threads_and_lists_them_by_filters(tmp_path: Path) -> None:
     seen: dict[str, Any] = {}
@@ -42,6 +44,9 @@ def test_mcp_starts_titled_threads_and_lists_them_by_filters(tmp_path: Path) -> 
         )
         seen["bad"] = (bad.is_error, text_of(bad))
         seen["after"] = await listed()
+        await start(inputs={"task": "t"}, title=HOSTILE, labels={"k": HOSTILE})
+        rows = data_of(await session.call_tool("list_threads", {"search": "hostile"}))
+        seen["hostile"] = rows
 
     run_session(tmp_path, script, "--allow-workspace", str(tmp_path))
     assert seen["all"] == ["Fix the login bug", "Quarterly audit"]
@@ -53,3 +58,8 @@ def test_mcp_starts_titled_threads_and_lists_them_by_filters(tmp_path: Path) -> 
     is_error, text = seen["bad"]
     assert is_error and "is not a name" in text and "Traceback" not in text
     assert seen["after"] == seen["all"]  # the refused start made no thread
+    # A hostile title and label: one short line of text, no escape, no override.
+    [row] = seen["hostile"]
+    assert row["title"].startswith("hostile red title") and len(row["title"]) <= 80
+    for text in (row["title"], row["labels"]["k"]):
+        assert "\x1b" not in text and "\u202e" not in text and len(text) <= 200
