@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import Orchestrator
+from orchestrator import Orchestrator, run_thread
 from orchestrator.core.titles import TITLE_LENGTH, LabelError, ThreadQuery, parse_labels
 from orchestrator.definition.loader import load_graph
 from orchestrator.definition.models import Graph
@@ -283,6 +283,19 @@ def test_the_client_runs_with_a_title_and_lists_by_labels_and_search(tmp_path: P
             "Other",
         ]
         assert orch.get(done.id).labels == {"team": "auth"}
+    # The one-call function takes them too.
+    result = run_thread(
+        graph,
+        {"task": "y"},
+        workspace=tmp_path,
+        store=tmp_path / "store",
+        actor_for=actor_for,
+        title="Via the function",
+        labels={"via": "fn"},
+    )
+    with Orchestrator(store=tmp_path / "store") as orch:
+        assert [t.id for t in orch.list(labels={"via": "fn"})] == [result.thread_id]
+        assert orch.get(result.thread_id).title == "Via the function"
 
 
 def test_a_sqlite_without_fts5_searches_with_like_and_the_index_is_filled_again(
