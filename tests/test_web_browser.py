@@ -75,7 +75,7 @@ def test_the_list_shows_a_replayed_thread_and_filters(tmp_path: Path, page: Any)
         expect(row.locator("td.num").first).to_have_text("6")
 
         page.select_option('select[name="state"]', "waiting")  # submits the filter
-        expect(page).to_have_url(server.base + "?state=waiting&graph=")
+        expect(page).to_have_url(server.base + "?state=waiting&graph=&label=&q=")
         expect(page.locator("tr[data-thread]")).to_have_count(0)
         expect(page.locator("p.empty")).to_contain_text("no threads waiting")
 

@@ -33,10 +33,11 @@ def run_batch_command(
     concurrency: int,
     options: RunOptions,
     as_json: bool,
+    labels: dict[str, str] | None = None,
 ) -> int:
     """Run the batch and print a summary table; returns the exit code."""
     try:
-        batch = read_batch(batch_path, graph, defaults)
+        batch = read_batch(batch_path, graph, defaults, labels)
     except BatchInputError as exc:
         fail(f"batch not started:\n{exc}", EXIT_USAGE)
 

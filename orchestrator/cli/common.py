@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ..core.titles import LabelError, parse_labels
 from ..errors import OrchestratorError, word
 from ..run.input_files import MAX_FILE, FileRefused, read_regular_file
 
@@ -124,3 +125,11 @@ def input_schema_of(schema: dict[str, Any], key: str) -> Any:
             continue
     extra = schema.get("additionalProperties")
     return extra if isinstance(extra, dict) else None
+
+
+def thread_labels(items: tuple[str, ...]) -> dict[str, str]:
+    """`--label KEY=VALUE`s as labels; a bad one is a usage error naming it."""
+    try:
+        return parse_labels(items)
+    except LabelError as exc:
+        fail(f"--label: {exc.message}")

@@ -23,6 +23,7 @@ from .common import (
     parse_assignments,
     store_option,
     temporal_option,
+    thread_labels,
     typed_inputs,
 )
 from .display import json_line
@@ -99,6 +100,18 @@ from .session import cli_session, fail_session, note
     help="With --temporal: print the thread id (with --json, the result object) and return; "
     "the workers run the thread.",
 )
+@click.option(
+    "--title",
+    default=None,
+    help="What the thread is for, in a line (default: the first line of the task or first input).",
+)
+@click.option(
+    "--label",
+    "label_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A label for the thread (repeatable); `threads list --label` finds it by it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per event, result last.")
 def run(
     graph_arg: str,
@@ -116,6 +129,8 @@ def run(
     temporal: str | None,
     task_queue: str | None,
     detach: bool,
+    title: str | None,
+    label_items: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Run GRAPH (a path, or a name in ./graphs or the bundled graphs) as a new thread.
@@ -138,6 +153,9 @@ def run(
         fail("--batch takes its inputs from the file: no TASK and no --replay")
     if pace and replay_path is None:
         fail("--pace plays a recording at its recorded pace: add --replay RECORDING")
+    if batch_path is not None and title is not None:
+        fail('--title names one thread: with --batch, give each line its "$title"')
+    labels = thread_labels(label_items)
     recording = _recording(replay_path, graph) if replay_path is not None else None
     # The command's own words first (an unreadable -i @FILE), then the machine (a key, a sandbox).
     values = thread_inputs(graph, task, inputs, recording) if batch_path is None else {}
@@ -159,6 +177,7 @@ def run(
                 concurrency=concurrency,
                 options=RunOptions(max_steps=max_steps, model=model),
                 as_json=as_json,
+                labels=labels,
             )
         )
     options = RunOptions(
@@ -175,6 +194,8 @@ def run(
             in_place=in_place,
             replay=recording is not None,
             options=options,
+            title=title,
+            labels=labels,
         )
     except OrchestratorError as exc:  # inputs that do not fit, a worktree git refused...
         fail_session(exc)

@@ -16,6 +16,7 @@ import click
 
 from ..core.events import ThreadStatus
 from ..core.outcomes import Answered, ResumeRequested
+from ..core.titles import ThreadQuery, one_line
 from ..definition.models import Graph
 from ..definition.yamlpos import typed_value
 from ..errors import OrchestratorError
@@ -37,6 +38,7 @@ from .common import (
     read_text_file,
     store_option,
     temporal_option,
+    thread_labels,
 )
 from .drive import drive, shown
 from .forks import diff as diff_command
@@ -60,17 +62,33 @@ STATES = [str(s) for s in ThreadStatus if s != ThreadStatus.NEW]
 
 
 @threads.command("list")
-@click.option("--status", "state", type=click.Choice(STATES), default=None)
+@click.option("--status", "--state", "state", type=click.Choice(STATES), default=None)
+@click.option("--graph", default=None, help="Only threads of this graph (its name).")
+@click.option(
+    "--label",
+    "label_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only threads with this label (repeatable: all must match).",
+)
+@click.option("--search", default=None, metavar="TEXT", help="Words found in titles or inputs.")
 @store_option
 @temporal_option
 @click.option("--json", "as_json", is_flag=True)
 def list_threads(
-    state: str | None, store_dir: Path | None, temporal: str | None, as_json: bool
+    state: str | None,
+    graph: str | None,
+    label_items: tuple[str, ...],
+    search: str | None,
+    store_dir: Path | None,
+    temporal: str | None,
+    as_json: bool,
 ) -> None:
-    """List threads, oldest first."""
+    """List threads, oldest first; --graph, --label and --search narrow the list."""
+    query = ThreadQuery(state, graph, thread_labels(label_items), search)
     try:
         session = _session(store_dir, temporal, readonly=True)
-        rows, forks = session.threads(state), session.forks()
+        rows, forks = session.threads(state, query), session.forks()
     except SessionError as exc:  # a Temporal server that cannot be reached
         fail_session(exc)
     if as_json:
@@ -79,13 +97,15 @@ def list_threads(
             click.echo(json.dumps(row.to_dict() | origin, ensure_ascii=False))
         return
     if not rows:
-        click.echo("no threads" + (f" with status {state}" if state else ""))
+        narrowed = state or graph or label_items or search
+        click.echo("no threads" + (" that match" if narrowed else ""))
         return
     for line in thread_table(rows, forks):
         click.echo(line)
 
 
 GRAPH_WIDTH = 30  # a longer graph name is cut in the table (`threads show` has it whole)
+TITLE_WIDTH = 40  # and a longer title (`--json` has it whole)
 
 
 def thread_table(
@@ -100,6 +120,9 @@ def thread_table(
     shown = [(depth, summary_row(row, now=now, why_width=60)) for depth, row in _nested(rows)]
     ids = ["  " * depth + row.id for depth, row in shown]
     graphs = [row.graph[:GRAPH_WIDTH] for _, row in shown]
+    # Made one line again: a title read from a store or a memo someone else wrote.
+    titles = [one_line(row.title, TITLE_WIDTH) for _, row in _nested(rows)]
+    w_title = max(len("TITLE"), *map(len, titles))
     costs = [row.cost for _, row in shown]
     w_id = max(len("ID"), *map(len, ids))
     w_graph = max(len("GRAPH"), *map(len, graphs))
@@ -107,12 +130,13 @@ def thread_table(
     w_steps = max(len("STEPS"), *(len(str(row.steps)) for _, row in shown))
     w_cost = max(len("COST"), *map(len, costs))
     lines = [
-        f"{'ID':<{w_id}}  {'GRAPH':<{w_graph}}  {'STATE':<{w_state}}  {'STEPS':>{w_steps}}  "
-        f"{'COST':>{w_cost}}  UPDATED"
+        f"{'ID':<{w_id}}  {'TITLE':<{w_title}}  {'GRAPH':<{w_graph}}  {'STATE':<{w_state}}  "
+        f"{'STEPS':>{w_steps}}  {'COST':>{w_cost}}  UPDATED"
     ]
     for i, (_, row) in enumerate(shown):
         line = (
-            f"{ids[i]:<{w_id}}  {graphs[i]:<{w_graph}}  {row.state:<{w_state}}  "
+            f"{ids[i]:<{w_id}}  {titles[i]:<{w_title}}  {graphs[i]:<{w_graph}}  "
+            f"{row.state:<{w_state}}  "
             f"{row.steps:>{w_steps}}  {costs[i]:>{w_cost}}  {row.updated}"
         )
         origin = forks.get(row.id)

@@ -33,6 +33,7 @@ from typing import Any
 from ..actors.recording import Recording, load_recording
 from ..core import engine
 from ..core.events import ThreadStatus
+from ..core.titles import ThreadQuery
 from ..definition.loader import load_graph
 from ..definition.models import Graph
 from ..extract import format_reply
@@ -139,6 +140,8 @@ class AsyncOrchestrator:
         actor_for: ActorFor | None = None,
         options: RunOptions | None = None,
         wait: bool = True,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Thread:
         """Start a thread of `graph` (a Graph, a file, or a graph name) and advance it.
 
@@ -147,6 +150,8 @@ class AsyncOrchestrator:
         `max_steps` as `--model` and `--max-steps`; `replay` a recording whose replies stand in
         for the actors; `actor_for(name, role)` who plays each role (local threads); `options`
         callbacks and timeouts (copied). With `wait=False` it returns at once, `running`.
+        `title` says what the thread is for (default: the first line of the task or first
+        input) and `labels` are `key: value` pairs to find it by (`list(labels=...)`).
         """
         loaded = _graph(graph)
         recording = replay if isinstance(replay, Recording | None) else load_recording(Path(replay))
@@ -167,6 +172,8 @@ class AsyncOrchestrator:
             in_place=in_place,
             replay=recording is not None,
             options=run_options,
+            title=title,
+            labels=labels,
         )
         advancing = self._session.advance(
             loaded, started.thread_id, options=run_options, actor_for=actor_for, replay=recording
@@ -293,10 +300,19 @@ class AsyncOrchestrator:
             question = await self._session.aquestion(row.id)
         return of_log(row, events, question)
 
-    async def list(self, *, state: str | None = None, graph: str | None = None) -> list[Thread]:
-        """The threads, oldest first, from their summary rows (see `Thread`)."""
-        rows = await self._session.athreads(state)
-        return [of_row(r) for r in rows if graph is None or r.graph == graph]
+    async def list(
+        self,
+        *,
+        state: str | None = None,
+        graph: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        search: str | None = None,
+    ) -> list[Thread]:
+        """The threads, oldest first, from their summary rows (see `Thread`): those in `state`,
+        of `graph`, with every one of `labels`, whose title or inputs hold every word of
+        `search` (as `threads list`)."""
+        query = ThreadQuery(state, graph, dict(labels or {}), search)
+        return [of_row(r) for r in await self._session.athreads(state, query)]
 
     async def events(
         self, thread_id: str, *, after: int = 0, follow: bool = False
@@ -327,7 +343,8 @@ class AsyncOrchestrator:
         question = None
         if result.state == ThreadStatus.WAITING:
             question = await self._session.aquestion(result.thread_id, graph)
-        return of_result(result, graph.name, question)
+        row = await self._session.athread(result.thread_id)  # its title and labels
+        return of_result(result, graph.name, question, row)
 
 
 def _graph(graph: GraphArg) -> Graph:

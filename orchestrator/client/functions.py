@@ -74,11 +74,13 @@ async def arun_thread(
     replay: Recording | str | os.PathLike[str] | None = None,
     actor_for: ActorFor | None = None,
     options: RunOptions | None = None,
+    title: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> ThreadResult:
     """Start a thread and advance it as far as it goes: `run_thread` inside an event loop.
 
     The parameters are `run_thread`'s: `graph`, `inputs`, `workspace`, `store`, `model`,
-    `max_steps`, `in_place`, `replay`, `actor_for`, `options`.
+    `max_steps`, `in_place`, `replay`, `actor_for`, `options`, `title`, `labels`.
     """
     async with AsyncOrchestrator(store) as orch:
         thread = await orch.run(
@@ -91,6 +93,8 @@ async def arun_thread(
             replay=replay,
             actor_for=actor_for,
             options=options,
+            title=title,
+            labels=labels,
         )
     return _result(thread)
 
@@ -107,6 +111,8 @@ def run_thread(
     replay: Recording | str | os.PathLike[str] | None = None,
     actor_for: ActorFor | None = None,
     options: RunOptions | None = None,
+    title: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> ThreadResult:
     """Start a thread of `graph` and advance it.
 
@@ -127,6 +133,8 @@ def run_thread(
       `actor:`).
     - `options`: a `RunOptions` (callbacks, timeouts, ...); `model` and `max_steps` given here
       win over its own, in a copy: the object passed is not changed.
+    - `title`: what the thread is for, in a line (default: the first line of the task or of
+      the first text input); `labels`: `key: value` pairs to find it by (docs/threads.md).
     """
     with Orchestrator(store) as orch:
         thread = orch.run(
@@ -139,6 +147,8 @@ def run_thread(
             replay=replay,
             actor_for=actor_for,
             options=options,
+            title=title,
+            labels=labels,
         )
     return _result(thread)
 

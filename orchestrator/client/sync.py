@@ -131,6 +131,8 @@ class Orchestrator:
         actor_for: ActorFor | None = None,
         options: RunOptions | None = None,
         wait: bool = True,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Thread:
         """As `AsyncOrchestrator.run`."""
         return self._call(
@@ -145,6 +147,8 @@ class Orchestrator:
                 actor_for=actor_for,
                 options=options,
                 wait=wait,
+                title=title,
+                labels=labels,
             )
         )
 
@@ -248,9 +252,16 @@ class Orchestrator:
         """As `AsyncOrchestrator.get`."""
         return self._call(self._client.get(thread_id))
 
-    def list(self, *, state: str | None = None, graph: str | None = None) -> list[Thread]:
+    def list(
+        self,
+        *,
+        state: str | None = None,
+        graph: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        search: str | None = None,
+    ) -> list[Thread]:
         """As `AsyncOrchestrator.list`."""
-        return self._call(self._client.list(state=state, graph=graph))
+        return self._call(self._client.list(state=state, graph=graph, labels=labels, search=search))
 
     def events(
         self, thread_id: str, *, after: int = 0, follow: bool = False

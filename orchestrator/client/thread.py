@@ -10,7 +10,7 @@ asked on Temporal), so `final`, `ending`, `path` and `question` are empty there:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import engine
@@ -40,6 +40,8 @@ class Thread:
     created: float = 0.0  # unix times
     updated: float = 0.0
     forked_from: Mapping[str, Any] | None = None  # a fork's origin: {thread, step} (`get`)
+    title: str = ""  # what it is for (docs/threads.md, "Titles, labels and search")
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ended(self) -> bool:
@@ -51,6 +53,8 @@ class Thread:
         """The `--json` result's keys (`thread`, `state`, ...) and the rest, for a JSON API."""
         data: dict[str, Any] = {
             "thread": self.id,
+            "title": self.title,
+            "labels": dict(self.labels),
             "graph": self.graph,
             "state": str(self.state),
             "steps": self.steps,
@@ -77,9 +81,13 @@ class Thread:
         return data
 
 
-def of_result(result: ThreadResult, graph: str, question: Question | None) -> Thread:
-    """What a run, an answer or a resume returned."""
+def of_result(
+    result: ThreadResult, graph: str, question: Question | None, row: ThreadRow | None = None
+) -> Thread:
+    """What a run, an answer or a resume returned (with the title and labels of its `row`)."""
     return Thread(
+        title=row.title if row else "",
+        labels=dict(row.labels) if row else {},
         id=result.thread_id,
         graph=graph,
         state=ThreadStatus(result.state),
@@ -108,6 +116,8 @@ def of_row(row: ThreadRow) -> Thread:
         workspace=row.workspace,
         created=row.created,
         updated=row.updated,
+        title=row.title,
+        labels=dict(row.labels),
     )
 
 
@@ -133,6 +143,8 @@ def of_log(row: ThreadRow, events: Sequence[StoredEvent], question: Question | N
         created=row.created,
         updated=row.updated,
         forked_from=dict(state.forked_from) if state.forked_from else None,
+        title=row.title,
+        labels=dict(row.labels),
     )
 
 

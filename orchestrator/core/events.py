@@ -93,11 +93,19 @@ class ThreadStarted(Event):
     # A models file found in the current folder that changes aliases or prices (docs/security.md):
     # {"path", "changes"}. Written only when there is one, so older logs read the same.
     models_file: dict[str, Any] | None = None
+    # What the thread is for (core/titles.py): written only when set, so older logs read the same
+    # and a thread started without them keeps the log it always had.
+    title: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
         if self.models_file is None:
             del data["models_file"]
+        if not self.title:
+            del data["title"]
+        if not self.labels:
+            del data["labels"]
         return data
 
 

@@ -12,11 +12,12 @@ thread and advances it as any thread, through the driver.
     plan.forked_from # {"thread": original id, "step": 3}
 
 What the events are (F1): the original's ThreadStarted with the new id (and `workspace`, if
-given: a fork with a worktree of its own), then every event before the first one that starts
+given: a fork with a worktree of its own; `title`, if given, else the original's, and its
+labels), then every event before the first one that starts
 step N or a later one (StepStarted, BranchesStarted), less a trailing suspension, ending,
 failure, cancel, waiting step or rejected attempt (what stopped the original there is not the
-fork's); then `ThreadForked(from_thread, at_step, message, reply, reuse, title)` (`reuse` and
-`title` only recorded here: run/reuse.py reads `reuse`). Folded (A13), the thread
+fork's); then `ThreadForked(from_thread, at_step, message, reply, reuse, title)` (`reuse` is
+read by run/reuse.py). Folded (A13), the thread
 runs, `forked_from` set, and the driver decides step N again from its edge: its prompt rendered
 anew, with the message appended as a resume's message is ("Message from the person who forked
 this thread").
@@ -61,6 +62,7 @@ from .events import (
     ThreadSuspended,
 )
 from .outcomes import Answered, Refused
+from .titles import one_line
 
 # What stopped the original after its last kept step: not the fork's (F1).
 _TAIL = (
@@ -126,7 +128,9 @@ def fork_events(
             f"fork at step {first} (the fan-out runs again) or at its join"
         )
     text = message.strip() if message and message.strip() else None
-    head = replace(started, thread_id=new_id, workspace=workspace or started.workspace)
+    # A fork keeps the original's labels, and its title unless it is given one.
+    named = one_line(title) if title and title.strip() else started.title
+    head = replace(started, thread_id=new_id, workspace=workspace or started.workspace, title=named)
     forked = ThreadForked(tid, n, text, reply, reuse, title)
     out: list[Event] = [head, *kept[1:], forked]
     if reply is not None:

@@ -184,6 +184,7 @@ async def _advance(ctx: EvalContext, p: Planned) -> ThreadResult:
         folder=where / "workspace",
         in_place=True,
         replay=ctx.replay is not None,
+        labels=run_labels(ctx.suite, p),
     )
     marker.write_text(started.thread_id + "\n", encoding="utf-8")
     if ctx.replay is not None:
@@ -191,6 +192,17 @@ async def _advance(ctx: EvalContext, p: Planned) -> ThreadResult:
     return await ctx.session.advance(
         graph, started.thread_id, options=options, actor_for=ctx.actor_for
     )
+
+
+def run_labels(suite: Suite, p: Planned) -> dict[str, str]:
+    """The labels of an eval run's thread: `threads list --label suite=NAME --label case=ID`
+    finds the runs of a suite, a case, a variant or a repeat."""
+    return {
+        "suite": suite.path.stem,
+        "case": p.case.id,
+        "variant": p.variant.name,
+        "repeat": str(p.repeat),
+    }
 
 
 def recorded_measures(folder: Path, case: str) -> dict[str, Any] | None:

@@ -31,6 +31,7 @@ from typing import Any
 from ..actors.recording import RecordingError, load_recording
 from ..core.allowed import Allowed
 from ..core.events import ThreadStatus
+from ..core.titles import ThreadQuery
 from ..definition.loader import bundled_graphs_dir, load_graph
 from ..definition.models import Graph
 from ..definition.reserved import GRAPH_SUFFIXES
@@ -127,6 +128,8 @@ class Operations:
         in_place: bool = False,
         model: str | None = None,
         wait_seconds: float = DEFAULT_WAIT,
+        title: str | None = None,
+        labels: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         loaded = self._load(graph)
         where = self.confine.work_path(workspace, "workspace") if workspace else self.cwd
@@ -146,7 +149,13 @@ class Operations:
             model=model,
         )
         started = self.session.start(
-            loaded, values, folder=folder, in_place=in_place, replay=recording is not None
+            loaded,
+            values,
+            folder=folder,
+            in_place=in_place,
+            replay=recording is not None,
+            title=title,
+            labels=labels,
         )
         options = RunOptions(model=model, interactive=False)
         return await self._run(
@@ -172,8 +181,15 @@ class Operations:
         question = self.session.question(row.id)
         return story_text(row, self.session.events(row.id), question=question, full=full)
 
-    async def list_threads(self, state: str | None = None) -> list[dict[str, Any]]:
-        return [row.to_dict() for row in self.session.threads(state)]
+    async def list_threads(
+        self,
+        state: str | None = None,
+        graph: str | None = None,
+        labels: dict[str, str] | None = None,
+        search: str | None = None,
+    ) -> list[dict[str, Any]]:
+        query = ThreadQuery(state, graph, dict(labels or {}), search)
+        return [row.to_dict() for row in self.session.threads(state, query)]
 
     async def answer_thread(
         self,

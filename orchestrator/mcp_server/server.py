@@ -123,10 +123,18 @@ def build_server(
         ] = False,
         model: Annotated[str | None, Field(description="a model every role is played on")] = None,
         wait_seconds: WaitArg = DEFAULT_WAIT,
+        title: Annotated[
+            str | None,
+            Field(description="what the thread is for, in a line (default: the task's first line)"),
+        ] = None,
+        labels: Annotated[
+            dict[str, str] | None,
+            Field(description="key: value labels to find the thread by (list_threads)"),
+        ] = None,
     ) -> dict[str, Any]:
         """Start a thread of a graph with its inputs and run it."""
         return await ops.start_thread(
-            graph, inputs, workspace, replay, in_place, model, wait_seconds
+            graph, inputs, workspace, replay, in_place, model, wait_seconds, title, labels
         )
 
     @server.tool(annotations=READS)
@@ -157,9 +165,18 @@ def build_server(
                 "completed, failed, cancelled or interrupted"
             ),
         ] = None,
+        graph: Annotated[str | None, Field(description="keep the threads of this graph")] = None,
+        labels: Annotated[
+            dict[str, str] | None,
+            Field(description="keep the threads with every one of these key: value labels"),
+        ] = None,
+        search: Annotated[
+            str | None,
+            Field(description="keep the threads whose title or inputs hold every word of this"),
+        ] = None,
     ) -> list[dict[str, Any]]:
-        """The threads in the store, newest first."""
-        return await ops.list_threads(state)
+        """The threads in the store, oldest first, each with its title and labels."""
+        return await ops.list_threads(state, graph, labels, search)
 
     @server.tool(annotations=RUNS)
     @_tool_errors

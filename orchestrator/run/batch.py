@@ -9,19 +9,24 @@ the resume: core/allowed.py), the batch halves its concurrency, waits with expon
 and resumes the thread (at most MAX_RATE_LIMIT_RESUMES times);
 concurrency grows back by one after each thread that finishes cleanly (additive increase,
 multiplicative decrease), so a rate limit slows the batch down instead of failing it.
+
+A line may name its thread: `"$title"` (text) and `"$labels"` (an object of `key: value`) are
+taken out of the line before its inputs are checked (`$` starts no input's name); the labels
+given to the whole batch (`--label`) apply under each line's own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.events import ThreadStatus
 from ..core.outcomes import Refused, ResumeRequested
+from ..core.titles import check_labels
 from ..definition.models import Graph
 from ..store.base import EventStore, ThreadBusy
 from .actors import default_actor_for
@@ -41,10 +46,13 @@ class BatchInputError(InputError):
 
 
 def read_batch(
-    path: Path, graph: Graph, defaults: dict[str, Any] | None = None
+    path: Path,
+    graph: Graph,
+    defaults: dict[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Parse and check every line first (with `defaults`, the -i values, under each line's
-    own), so a bad line costs nothing."""
+    own, and `labels` under its `$labels`), so a bad line costs nothing."""
     try:
         # A regular file only: not a FIFO that never opens, /dev/zero or /proc/self/environ.
         lines = read_regular_file(path, MAX_BATCH).decode("utf-8").splitlines()
@@ -67,18 +75,36 @@ def read_batch(
         if not isinstance(inputs, dict):
             problems.append(f"{path}:{number}: expected a JSON object of inputs")
             continue
+        naming = {k: inputs.pop(k) for k in NAMING if k in inputs}
         inputs = {**(defaults or {}), **inputs}
         try:
             check_inputs(graph, inputs)
-        except InputError as exc:
+            title, line_labels = split_line(naming)
+            if labels or line_labels:
+                naming["$labels"] = {**(labels or {}), **line_labels}
+        except InputError as exc:  # a LabelError too
             problems.append(f"{path}:{number}: {exc}")
             continue
-        batch.append(inputs)
+        batch.append({**inputs, **naming})
     if problems:
         raise BatchInputError("\n".join(problems))
     if not batch:
         raise BatchInputError(f"{path} holds no inputs (one JSON object per line)")
     return batch
+
+
+NAMING = ("$title", "$labels")  # the keys of a batch line that name its thread, not inputs
+
+
+def split_line(naming: Mapping[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """A line's `$title` and `$labels`, checked (an InputError says what is wrong)."""
+    title = naming.get("$title")
+    if title is not None and not isinstance(title, str):
+        raise InputError(f"$title must be text, not {type(title).__name__}")
+    labels = naming.get("$labels") or {}
+    if not isinstance(labels, dict):
+        raise InputError('$labels must be an object of key: value, as {"team": "auth"}')
+    return title, check_labels(labels)
 
 
 class AdaptiveLimiter:
@@ -153,7 +179,16 @@ async def run_batch(
                 # A line becomes a thread when its turn comes: queued lines are no threads
                 # that look `running` to `threads list` and to other processes.
                 if not item.thread_id:
-                    started = session.start(graph, item.inputs, folder=folder, in_place=in_place)
+                    inputs = {k: v for k, v in item.inputs.items() if k not in NAMING}
+                    title, labels = split_line(item.inputs)
+                    started = session.start(
+                        graph,
+                        inputs,
+                        folder=folder,
+                        in_place=in_place,
+                        title=title,
+                        labels=labels,
+                    )
                     item.thread_id = started.thread_id
                 try:
                     result = await session.advance(

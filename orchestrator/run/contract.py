@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..core.outcomes import Outcome
     from ..core.state import ThreadState
     from ..core.steps import ThreadView
+    from ..core.titles import ThreadQuery
     from ..definition.models import Graph
     from ..store.base import StoredEvent, ThreadRow
     from ..vcs.worktrees import Worktree
@@ -73,6 +74,8 @@ class ThreadSession(Protocol):
         replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Started: ...
 
     async def astart(
@@ -85,6 +88,8 @@ class ThreadSession(Protocol):
         replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Started: ...
 
     # advancing
@@ -168,9 +173,13 @@ class ThreadSession(Protocol):
 
     async def athread(self, thread_id: str) -> ThreadRow: ...
 
-    def threads(self, state: str | None = None) -> list[ThreadRow]: ...
+    def threads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[ThreadRow]: ...
 
-    async def athreads(self, state: str | None = None) -> Sequence[ThreadRow]: ...
+    async def athreads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> Sequence[ThreadRow]: ...
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]: ...
 

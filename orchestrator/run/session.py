@@ -28,7 +28,7 @@ the session prints nothing itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
 from ..core.subgraph import children_in_flight
+from ..core.titles import ThreadQuery, check_labels, make_title
 from ..definition.graphdiff import graph_changes
 from ..definition.loader import load_graph
 from ..definition.models import Graph
@@ -158,6 +159,8 @@ class Session(AwaitableTwins, ChildRouting, Forking):
         replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Started:
         """Create the thread (and its worktree): inputs are checked before anything exists.
 
@@ -174,6 +177,8 @@ class Session(AwaitableTwins, ChildRouting, Forking):
             inputs=dict(inputs),
             workspace=str(workspace),
             models_file=None if replay else found_models(),
+            title=make_title(title, inputs),
+            labels=check_labels(labels),
         )
         state = engine.apply(ThreadState(), started)
         try:
@@ -385,8 +390,10 @@ class Session(AwaitableTwins, ChildRouting, Forking):
                 hint="see `orchestrator threads list`",
             ) from None
 
-    def threads(self, state: str | None = None) -> list[ThreadRow]:
-        return self.store.threads(state)
+    def threads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[ThreadRow]:
+        return self.store.threads(state, query)
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:
         """The thread's events, or those with a sequence number above `after` (a watcher's

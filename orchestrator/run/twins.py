@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..core.titles import ThreadQuery
     from ..definition.models import Graph
     from ..store.base import StoredEvent, ThreadRow
     from .options import RunOptions
@@ -29,11 +32,15 @@ class _Sync(Protocol):
         replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Started: ...
 
     def cancel(self, thread_id: str, reason: str = ...) -> ThreadRow: ...
     def thread(self, thread_id: str) -> ThreadRow: ...
-    def threads(self, state: str | None = None) -> list[ThreadRow]: ...
+    def threads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[ThreadRow]: ...
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]: ...
     def question(
         self, thread_id: str, graph: Graph | None = None, step: int | None = None
@@ -52,6 +59,8 @@ class AwaitableTwins:
         replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Started:
         return self.start(
             graph,
@@ -61,6 +70,8 @@ class AwaitableTwins:
             replay=replay,
             thread_id=thread_id,
             options=options,
+            title=title,
+            labels=labels,
         )
 
     async def acancel(
@@ -71,8 +82,10 @@ class AwaitableTwins:
     async def athread(self: _Sync, thread_id: str) -> ThreadRow:
         return self.thread(thread_id)
 
-    async def athreads(self: _Sync, state: str | None = None) -> list[ThreadRow]:
-        return self.threads(state)
+    async def athreads(
+        self: _Sync, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[ThreadRow]:
+        return self.threads(state, query)
 
     async def aevents(self: _Sync, thread_id: str, after: int = 0) -> list[StoredEvent]:
         return self.events(thread_id, after)

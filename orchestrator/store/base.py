@@ -13,12 +13,13 @@ import os
 import socket
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..core.events import Event, ThreadStarted, ThreadStatus
 from ..core.state import ThreadSummary
+from ..core.titles import LABEL_VALUE_LENGTH, ThreadQuery, one_line
 from ..errors import StoreError as StoreError  # the store's errors, with their family
 from ..errors import ThreadBusy as ThreadBusy
 from ..errors import ThreadNotFound as ThreadNotFound
@@ -57,10 +58,17 @@ class ThreadRow:
     reason: str
     workspace: str
     seq: int  # number of events
+    # From the thread's ThreadStarted event (core/titles.py); empty for a thread started before
+    # titles existed.
+    title: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            # Made safe again: a row read from a store or a memo that someone else wrote.
+            "title": one_line(self.title),
+            "labels": {k: one_line(str(v), LABEL_VALUE_LENGTH) for k, v in self.labels.items()},
             "graph": self.graph,
             "state": self.state,
             "steps": self.steps,
@@ -175,7 +183,11 @@ class EventStore(Protocol):
 
     def thread(self, thread_id: str) -> ThreadRow: ...
 
-    def threads(self, state: str | None = None) -> list[ThreadRow]: ...
+    def threads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[ThreadRow]:
+        """The threads, by id; `query` filters them (graph, labels, a text search)."""
+        ...
 
     def forks(self) -> dict[str, dict[str, Any]]:
         """Thread id -> {thread, step}: each fork in the store and where it was forked from

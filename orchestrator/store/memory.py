@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.events import Event, StepCommitted, ThreadForked, ThreadStarted, ThreadStatus
 from ..core.state import ThreadSummary
+from ..core.titles import ThreadQuery, inputs_text
 from .base import Owner, Resolved, StoredEvent, StoreError, ThreadBusy, ThreadNotFound, ThreadRow
 
 
@@ -22,6 +23,7 @@ class MemoryStore:
         # Per thread, the summary, time and sequence number of the last append not yet folded
         # into its row.
         self._latest: dict[str, tuple[ThreadSummary, float, int]] = {}
+        self._texts: dict[str, str] = {}  # per thread, its inputs' text, for a search
 
     def create(
         self,
@@ -50,7 +52,10 @@ class MemoryStore:
             "",
             started.workspace,
             0,
+            started.title,
+            dict(started.labels),
         )
+        self._texts[started.thread_id] = inputs_text(started.inputs)
         if owner is not None:
             self._leases[started.thread_id] = owner
         self.append(started.thread_id, 1, started, summary)
@@ -113,9 +118,12 @@ class MemoryStore:
             )
         return self._rows[thread_id]
 
-    def threads(self, state: str | None = None) -> list[ThreadRow]:
+    def threads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[ThreadRow]:
         rows = sorted((self.thread(thread_id) for thread_id in self._rows), key=lambda r: r.id)
-        return [r for r in rows if state is None or r.state == state]
+        query = (query or ThreadQuery()).narrowed(state)
+        return [r for r in rows if query.matches(r, self._texts.get(r.id, ""))]
 
     def forks(self) -> dict[str, dict[str, Any]]:
         return {

@@ -3,8 +3,9 @@
 Events are rows keyed by (thread, seq); the primary key makes a second writer of the same
 sequence number fail, which is how two processes are kept from both advancing a thread. A
 thread's summary row (state, steps, cost), computed by the caller from the folded state, is
-written in the same transaction as the event, so `threads list` never reads the log. Appending
-costs the same at step 10 and at step 10,000.
+written in the same transaction as the event, so `threads list` never reads the log (but each
+thread's first event: its title and labels, and the filters and search, are `search.py`'s).
+Appending costs the same at step 10 and at step 10,000.
 
 Writes go through one write connection (`writer.py`): a write is committed at once on the
 caller's thread when nobody else is writing, and the writes of several threads waiting at once
@@ -25,12 +26,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ..core.events import Event, ThreadStarted, ThreadStatus, event_from_dict
+from ..core.events import Event, ThreadStarted, event_from_dict
 from ..core.state import ThreadSummary
+from . import search
 from .base import (
     Owner,
     StoredEvent,
@@ -81,7 +82,7 @@ LEASE_SECONDS = 30.0
 
 _ROW_COLUMNS = (
     "id, graph, graph_hash, graph_path, state, steps, cost_usd, input_tokens, output_tokens, "
-    "created, updated, reason, workspace, seq"
+    "created, updated, reason, workspace, seq, " + search.COLUMNS  # title, labels: search.py
 )
 
 
@@ -163,6 +164,7 @@ class SqliteStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(SCHEMA)
+            search.migrate(db)  # the search index (store version 1), made for an older store
         except sqlite3.Error:
             db.close()
             raise
@@ -232,6 +234,7 @@ class SqliteStore:
                 ),
             )
             _insert(db, started.thread_id, 1, started, summary, now)
+            search.index(db, started)
 
         self._writer().call(job, "saving a new thread")
         self._states[started.thread_id] = (1, str(summary.status))
@@ -321,13 +324,11 @@ class SqliteStore:
         return _row(row)
 
     @guarded("listing threads")
-    def threads(self, state: str | None = None) -> list[ThreadRow]:
-        query = f"SELECT {_ROW_COLUMNS} FROM threads"
-        args: tuple[Any, ...] = ()
-        if state:
-            query += " WHERE state = ?"
-            args = (state,)
-        return [_row(r) for r in self._db.execute(query + " ORDER BY id", args).fetchall()]
+    def threads(
+        self, state: str | None = None, query: search.Query | None = None
+    ) -> list[ThreadRow]:
+        sql, args = search.select(self._db, _ROW_COLUMNS, query, state)  # filters and search
+        return [_row(r) for r in self._db.execute(sql, args).fetchall()]
 
     @guarded("reading the forks")
     def forks(self) -> dict[str, dict[str, Any]]:
@@ -397,8 +398,7 @@ class SqliteStore:
 
 
 def _row(values: tuple[Any, ...]) -> ThreadRow:
-    row = ThreadRow(*values)
-    return replace(row, state=ThreadStatus(row.state))
+    return search.row_of(values)  # with its title and labels
 
 
 def _insert(

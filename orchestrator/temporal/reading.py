@@ -12,10 +12,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
 
 from ..core import engine
-from ..core.events import ThreadStatus
+from ..core.events import ThreadStarted, ThreadStatus
 from ..core.state import ThreadState
 from ..definition.models import Graph
 from ..run.options import RunOptions
@@ -23,7 +24,7 @@ from ..run.session import Notify, SessionError
 from ..store.base import StoredEvent, ThreadRow
 from .client import READ_TIMEOUT, answered, no_worker
 from .codec import graph_from_snapshot, stored_from_dict
-from .workflow import MEMO_KEY, ThreadWorkflow
+from .workflow import MEMO_KEY, WORKFLOW_NAME, ThreadWorkflow
 
 POLL_MIN, POLL_MAX = 0.05, 0.5  # seconds between reads while following a thread
 CLOSED_AS = {
@@ -41,6 +42,7 @@ class TemporalRow(ThreadRow):
     closed: bool = False
     worktree: dict[str, Any] | None = None  # the thread's branch (vcs/shared.SharedBranch)
     forked_from: dict[str, Any] | None = None  # a fork's origin: {thread, step} (forking.py)
+    text: str = ""  # the start of its inputs' text, for `threads list --search`
 
 
 async def row_of(found: WorkflowExecution) -> TemporalRow:
@@ -69,6 +71,9 @@ async def row_of(found: WorkflowExecution) -> TemporalRow:
         closed=found.status != WorkflowExecutionStatus.RUNNING,
         worktree=memo.get("worktree") if isinstance(memo.get("worktree"), dict) else None,
         forked_from=memo.get("forked_from") if isinstance(memo.get("forked_from"), dict) else None,
+        title=str(memo.get("title") or ""),
+        labels=labels if isinstance(labels := memo.get("labels"), dict) else {},
+        text=str(memo.get("text") or ""),
     )
 
 
@@ -129,13 +134,24 @@ class Follower:
             await asyncio.sleep(pause)
 
 
-def summary_line(graph: Graph, inputs: dict[str, Any]) -> str:
-    """A line for Temporal's UI: the graph and the first text input."""
-    text = next((str(v) for v in inputs.values() if isinstance(v, str) and v.strip()), "")
-    text = " ".join(text.split())
-    return f"{graph.name}: {text[:120]}" if text else graph.name
+def summary_line(graph: Graph, started: ThreadStarted) -> str:
+    """A line for Temporal's UI: the graph and the thread's title (core/titles.py)."""
+    return f"{graph.name}: {started.title}" if started.title else graph.name
 
 
 def carried_graph(carried: dict[str, Any]) -> Graph:
     """The graph a workflow carries, with its subgraph roles' graphs (its hash is theirs too)."""
     return graph_from_snapshot(carried["snapshot"], carried.get("subgraphs"))
+
+
+async def latest_runs(client: Client) -> list[WorkflowExecution]:
+    """The latest run of every thread's workflow on the server."""
+    latest: dict[str, WorkflowExecution] = {}
+    try:
+        async for found in client.list_workflows(f'WorkflowType = "{WORKFLOW_NAME}"'):
+            seen = latest.get(found.id)
+            if seen is None or found.start_time > seen.start_time:
+                latest[found.id] = found
+    except RPCError as exc:
+        raise SessionError(f"Temporal: {exc.message}", usage=False) from None
+    return list(latest.values())

@@ -31,12 +31,12 @@ import math
 import os
 import time
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from temporalio.client import Client, WorkflowExecution, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -47,6 +47,7 @@ from ..core.events import ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, path_of, thread_view
+from ..core.titles import ThreadQuery, titled
 from ..definition.models import Graph
 from ..run.options import ActorFor, RunOptions, ThreadResult
 from ..run.preflight import check_graph, check_inputs, workspace_folder
@@ -69,7 +70,7 @@ from .codec import (
 )
 from .forking import Forks
 from .inputs import ReplayInput
-from .reading import Follower, TemporalRow, carried_graph, row_of, summary_line
+from .reading import Follower, TemporalRow, carried_graph, latest_runs, row_of, summary_line
 from .workflow import WORKFLOW_NAME, ResumeInput, ThreadInput, ThreadWorkflow
 
 T = TypeVar("T")
@@ -164,6 +165,8 @@ class TemporalSession(CarriedGraphs, Forks):
         replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Started:
         return self._sync(
             self.astart(
@@ -174,6 +177,8 @@ class TemporalSession(CarriedGraphs, Forks):
                 replay=replay,
                 thread_id=thread_id,
                 options=options,
+                title=title,
+                labels=labels,
             )
         )
 
@@ -187,6 +192,8 @@ class TemporalSession(CarriedGraphs, Forks):
         replay: bool = False,
         thread_id: str | None = None,
         options: RunOptions | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Started:
         """Start the thread's workflow; it runs on the workers from now on (a replay's once
         `advance` gives it the recording)."""
@@ -202,6 +209,7 @@ class TemporalSession(CarriedGraphs, Forks):
                 f"{shared.base[:10]}; each worker commits every step there (docs/scale-out.md)"
             )
         started = ThreadStarted(thread_id, graph.name, graph.hash, dict(inputs), str(folder))
+        started = titled(started, title, labels)
         first = stored_to_dict(1, time.time(), started)
         params = ThreadInput(
             thread_id=thread_id,
@@ -215,7 +223,7 @@ class TemporalSession(CarriedGraphs, Forks):
             replaying=replay,
             worktree=shared.to_dict() if shared else None,
         )
-        await self._start_run(params, self.task_queue, summary=summary_line(graph, inputs))
+        await self._start_run(params, self.task_queue, summary=summary_line(graph, started))
         self._fresh[thread_id] = 1
         return Started(thread_id, folder, None, stored_from_dict(first))
 
@@ -403,22 +411,18 @@ class TemporalSession(CarriedGraphs, Forks):
             )
         return matches[0]
 
-    def threads(self, state: str | None = None) -> list[ThreadRow]:
-        return list(self._sync(self.athreads(state)))
+    def threads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[ThreadRow]:
+        return list(self._sync(self.athreads(state, query)))
 
-    async def athreads(self, state: str | None = None) -> list[TemporalRow]:
+    async def athreads(
+        self, state: str | None = None, query: ThreadQuery | None = None
+    ) -> list[TemporalRow]:
         """Every thread on the server, oldest first: the latest run of each workflow."""
-        client = await self.client()
-        latest: dict[str, WorkflowExecution] = {}
-        try:
-            async for found in client.list_workflows(f'WorkflowType = "{WORKFLOW_NAME}"'):
-                seen = latest.get(found.id)
-                if seen is None or found.start_time > seen.start_time:
-                    latest[found.id] = found
-        except RPCError as exc:
-            raise SessionError(f"Temporal: {exc.message}", usage=False) from None
-        rows = [await row_of(found) for found in latest.values()]
-        rows = [r for r in rows if state is None or r.state == state]
+        rows = [await row_of(found) for found in await latest_runs(await self.client())]
+        query = (query or ThreadQuery()).narrowed(state)
+        rows = [r for r in rows if query.matches(r, r.text)]  # the memo's title, labels, text
         return sorted(rows, key=lambda r: (r.created, r.id))
 
     def events(self, thread_id: str, after: int = 0) -> list[StoredEvent]:

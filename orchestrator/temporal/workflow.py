@@ -98,6 +98,7 @@ with workflow.unsafe.imports_passed_through():
     from .inputs import ResumeInput as ResumeInput  # the sessions' and activities' names too
     from .inputs import StepInput as StepInput
     from .inputs import ThreadInput as ThreadInput
+    from .memo import RIDING, memo_row
     from .reuse import reused
 
     with contextlib.suppress(ImportError):  # an optional speed-up of fastcheck
@@ -109,7 +110,6 @@ MEMO_KEY = "thread"
 WORKER_SHUTDOWN = "WorkerShutdown"  # the type of the error a step ends with on a stopping worker
 MAX_LOST = 3  # the thread suspends when one step has lost its worker this many times in a row
 STEP_TIMEOUT = timedelta(hours=4)  # a step's whole run, its actor's own timeouts within it
-RIDING = ("seq", "updated")  # memo fields written with a change of the row, never causing one
 PAGE_BYTES = 1_000_000  # what one `events` query returns at most (at least one event)
 
 
@@ -337,27 +337,8 @@ class ThreadWorkflow(ChildThreads):
         reason, the graph, the steps in flight; not for every event (`seq` and `updated` ride
         along)."""
         s = self.state
-        row = {
-            "graph": s.graph,
-            "graph_hash": s.graph_hash,
-            "graph_path": self.graph_path,
-            "workspace": s.workspace,
-            "state": str(s.status),
-            "steps": s.committed,
-            "cost_usd": s.cost_usd,
-            "input_tokens": s.input_tokens,
-            "output_tokens": s.output_tokens,
-            "reason": s.reason or "",
-            # the steps in flight: a step starting is news too (the web page's live feed reads
-            # the log when `seq` moves)
-            "flying": sorted(
-                [s.in_flight.step] if s.in_flight else list(s.fanout.flights) if s.fanout else []
-            ),
-        }
-        if self.worktree is not None:  # a resume of the ended thread carries it on
-            row["worktree"] = self.worktree
-        if s.forked_from:  # a fork's lineage, for the list and the original's page
-            row["forked_from"] = s.forked_from
+        first = self.log[0]["event"] if self.log else {}
+        row = memo_row(s, self.graph_path, self.worktree, first)
         if {k: v for k, v in self.memo.items() if k not in RIDING} != row:
             updated = self.log[-1]["at"] if self.log else 0.0
             self.memo = {**row, "seq": len(self.log), "updated": updated}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.events import BranchFailed, Event, ThreadResumed, ThreadStatus, ThreadSuspended
 from ..core.ledger import TOKEN_KEYS, money
 from ..core.steps import StepView, ThreadView, thread_view
+from ..core.titles import one_line
 from ..definition.providers import provider_of
 from ..store.base import StoredEvent, ThreadRow
 from .facts import StepFigures, step_facts
@@ -191,6 +192,12 @@ def story_text(
         f"started {_when(row.created)}, last event {_when(row.updated)}",
         "",
     ]
+    # What it is for (docs/threads.md), made one line again: a store may be someone else's.
+    if row.labels:
+        labels = ", ".join(one_line(f"{k}={v}", 220) for k, v in row.labels.items())
+        lines.insert(1, f"labels: {labels}")
+    if row.title:
+        lines.insert(1, f"title: {one_line(row.title)}")
     lines += _step_lines(steps, row.id, children, "")
     book = ledger(steps)
     if len(book) > 1 and state.cost_usd:

@@ -51,6 +51,7 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from ..core.allowed import fork_verdict
+from ..core.titles import LabelError, ThreadQuery, parse_labels
 from ..errors import OrchestratorError, Refused, ThreadNotFound, Wording, word
 from ..run.contract import ThreadSession
 from ..run.session import Session, open_store
@@ -170,12 +171,24 @@ class Web:
             wrong = OrchestratorError(f"'{state}' is not one of {known}", usage_error=True)
             return self._error(request, "no such state", word(wrong), 400)
         try:
+            query = _query(request)
+        except LabelError as exc:
+            return self._error(request, "no such label", word(exc), 400)
+        try:
             every = await self.read(self.reader.threads)
+            rows = await self.read(lambda: self.reader.threads(state, query))
         except OrchestratorError as exc:
             return self._error(request, "the store cannot be read", word(exc), 500)
-        rows = [r for r in every if state is None or r.state == state]
         graphs = sorted({r.graph for r in every})
-        html = threads_page(rows, state=state, graph=graph, graphs=graphs, where=self.where)
+        html = threads_page(
+            rows,
+            state=state,
+            graph=graph,
+            graphs=graphs,
+            where=self.where,
+            label=request.query_params.get("label") or "",
+            search=query.search or "",
+        )
         return _html(html)
 
     async def thread(self, request: Request) -> Response:
@@ -408,12 +421,14 @@ class Web:
         return self._feed(request, probe, key="seq")
 
     async def list_events(self, request: Request) -> Response:
-        state = request.query_params.get("state") or None
-        graph = request.query_params.get("graph") or None
+        try:
+            query = _query(request)
+        except LabelError:
+            query = ThreadQuery(state="none")  # the page said so; its feed shows nothing
 
         def probe() -> dict[str, object]:
-            rows = [r for r in self.reader.threads() if state is None or r.state == state]
-            return {"seq": signature(select(rows, graph)), "threads": len(rows)}
+            rows = self.reader.threads(query.state, query)
+            return {"seq": signature(select(rows, query.graph)), "threads": len(rows)}
 
         return self._feed(request, probe, key="seq")
 
@@ -455,3 +470,14 @@ async def _form(request: Request) -> dict[str, str]:
     """A url-encoded form's fields (the last value of each), without a multipart parser."""
     raw = (await request.body()).decode("utf-8", errors="replace")
     return {k: v[-1] for k, v in parse_qs(raw, keep_blank_values=True).items()}
+
+
+def _query(request: Request) -> ThreadQuery:
+    """The list's filters from the page's GET parameters; a bad label raises LabelError."""
+    params = request.query_params
+    return ThreadQuery(
+        params.get("state") or None,
+        params.get("graph") or None,
+        parse_labels(v for v in params.getlist("label") if v.strip()),
+        (params.get("q") or "")[:500] or None,
+    )

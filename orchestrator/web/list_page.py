@@ -1,7 +1,9 @@
 """The threads page: every thread of the store with its state, graph, steps, cost and age.
 
-Filters by state and by graph are plain GET parameters (`/?state=waiting&graph=solve-issue`),
-so a filtered view can be bookmarked. Newest threads come first: the one a person just started
+Filters by state, graph, label and a text search over titles and inputs are plain GET
+parameters (`/?state=waiting&graph=solve-issue&label=team=auth&q=login`), so a filtered view can
+be bookmarked; the store filters (store/search.py), this page shows what it kept. A title is
+shown escaped and one line (core/titles.py), whatever wrote it. Newest threads come first: the one a person just started
 is the one they look for.
 """
 
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 from urllib.parse import urlencode
 
 from ..core.events import ThreadStatus
+from ..core.titles import one_line
 from ..store.base import ThreadRow
 from ..views.plural import plural
 from ..views.summary import summary_row
@@ -41,19 +44,24 @@ def threads_page(
     graph: str | None,
     graphs: Sequence[str],
     where: str,
+    label: str = "",
+    search: str = "",
 ) -> str:
     shown = select(rows, graph)
     now = time.time()
     body = ['<h1>Threads</h1><form class="filters" method="get" action="/">']
     body.append(_choice("state", "every state", STATES, state))
     body.append(_choice("graph", "every graph", graphs, graph))
+    body.append(_text("label", label, "key=value"))
+    body.append(_text("q", search, "words in titles or inputs", "search"))
     body.append('<button type="submit">Filter</button>')
-    if state or graph:
+    if state or graph or label or search:
         body.append('<a href="/">clear</a>')
     body.append("</form>")
     body.append('<div data-live="threads">')
     if not shown:
         what = " ".join(x for x in (state, graph and f"of graph {graph}") if x)
+        what += " that match" if label or search else ""
         body.append(f'<p class="empty">no threads{(" " + esc(what)) if what else ""} yet.</p>')
         body.append(
             "<p>Start one with <code>orchestrator run GRAPH</code>; it appears here while it "
@@ -61,7 +69,8 @@ def threads_page(
         )
     else:
         body.append(
-            '<table class="threads"><thead><tr><th>thread</th><th>graph</th><th>state</th>'
+            '<table class="threads"><thead><tr><th>thread</th><th>title</th><th>graph</th>'
+            "<th>state</th>"
             '<th class="num">steps</th><th class="num">tokens</th><th class="num">cost</th>'
             "<th>started</th><th>last event</th><th>why</th></tr></thead><tbody>"
         )
@@ -69,7 +78,8 @@ def threads_page(
             body.append(_row(row, now))
         body.append("</tbody></table>")
     body.append(f'<p class="facts">{len(shown)} of {plural(len(rows), "thread")}</p></div>')
-    query = urlencode({k: v for k, v in (("state", state), ("graph", graph)) if v})
+    asked = (("state", state), ("graph", graph), ("label", label), ("q", search))
+    query = urlencode({k: v for k, v in asked if v})
     feed = "/events" + (f"?{query}" if query else "")
     return page("threads", "".join(body), where=where, feed=feed, seq=signature(shown))
 
@@ -84,11 +94,19 @@ def _choice(name: str, everything: str, options: Sequence[str], chosen: str | No
     return "".join(out)
 
 
+def _text(name: str, value: str, hint: str, kind: str = "text") -> str:
+    return (
+        f'<label>{"search" if name == "q" else esc(name)} <input type="{kind}" name="{name}" '
+        f'value="{esc(value)}" placeholder="{esc(hint)}" maxlength="500"></label>'
+    )
+
+
 def _row(row: ThreadRow, now: float) -> str:
     cells = summary_row(row, now=now, why_width=90)
     return (
         f'<tr data-thread="{esc(cells.id)}">'
         f'<td class="mono"><a href="/threads/{esc(cells.id)}">{esc(cells.id)}</a></td>'
+        f'<td class="title">{esc(one_line(row.title))}</td>'
         f"<td>{esc(cells.graph)}</td><td>{badge(cells.state)}</td>"
         f'<td class="num">{cells.steps}</td><td class="num">{cells.tokens}</td>'
         f'<td class="num">{esc(cells.cost)}</td>'
