@@ -224,12 +224,40 @@ def _tokens(template: str) -> tuple[tuple[str, str], ...]:
     return tuple(_tok.tokenize(template))
 
 
+@functools.lru_cache(maxsize=4096)
+def _roots(template: str) -> frozenset[str] | None:
+    """The top-level names a template can read (`a` of `{{a.b}}`, inside sections too), or None
+    when it may read the whole context (`{{.}}`, a name starting with a dot). Only called once
+    `check_syntax` has passed."""
+    roots = set()
+    for use in _variables(template):
+        if use.name.startswith("."):
+            return None
+        roots.add(use.name.split(".", 1)[0])
+    return frozenset(roots)
+
+
+def _scope(template: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The context made ready for chevron: only the names the template reads are wrapped.
+
+    A name is looked up in the enclosing sections' values, then in the context's top level,
+    by its first part; a top level holding every such first part resolves every name alike, so
+    the output (and a strict miss) is the same as with the whole context wrapped, without
+    wrapping every step's output at every render."""
+    roots = _roots(template)
+    if roots is None:
+        return _wrap(data)  # type: ignore[no-any-return]
+    return {name: _wrap(data[name]) for name in roots if name in data}
+
+
 def render(template: str, data: dict[str, Any], *, strict: bool = True) -> str:
     """Render a template. Strict: a missing name raises TemplateVarError (nulls render empty)."""
-    check_syntax(template)
+    _variables(template)  # check_syntax, without copying the cached list
     try:
         rendered: str = chevron_blue.render(
-            _tokens(template), _wrap(data), on_missing_key="error" if strict else "ignore"
+            _tokens(template),
+            _scope(template, data),
+            on_missing_key="error" if strict else "ignore",
         )
         return rendered
     except KeyError as exc:
