@@ -27,7 +27,10 @@ Either way:
   waiting: it then queues behind it);
 - a write that fails (a sequence number already taken: `ThreadBusy`) is undone alone: by
   rolling back its own transaction, or its savepoint in a group;
-- a commit that fails (a full disk) fails every write of its transaction, none of which is saved.
+- a group whose transaction fails as a whole (one write's rows do not fit on a full disk, and
+  SQLite undoes the whole transaction; or its COMMIT fails) does not fail the others with it:
+  each of its other writes is committed again alone, in order, so a write fails (with the
+  `StoreError` that names the cause) only for a reason of its own, on the thread that asked for it.
 
 WAL checkpoints (copying the log back into the database file, with an fsync) are not left to
 SQLite's automatic checkpoint, which would run them inside the COMMIT of whichever write crossed
@@ -271,6 +274,12 @@ class Writer:
         return db
 
     def _commit_batch(self, batch: list[_Write]) -> None:
+        """Commit the writes in one transaction, each in a savepoint, and resolve their futures.
+
+        A write whose job fails (`ThreadBusy`) is undone alone. When the transaction as a whole
+        fails (one write's rows do not fit on a full disk: SQLite undoes the whole transaction,
+        or the COMMIT fails), the other writes are not failed with it: each is committed again
+        alone, so that every write fails only for a reason of its own."""
         try:
             db = self._connection()
             db.execute(f"PRAGMA busy_timeout = {self._patience_ms}")  # wait for other processes
@@ -287,46 +296,47 @@ class Writer:
                 write.future.set_exception(exc)
             return
         done: list[tuple[_Write, Any]] = []
-        failed: list[tuple[_Write, BaseException]] = []
-        lost: sqlite3.Error | None = None  # the transaction itself was rolled back by SQLite
+        own: list[tuple[_Write, BaseException]] = []  # failed for a reason of their own
+        whole: sqlite3.Error | None = None  # the transaction itself failed
         for write in batch:
-            if lost is not None:
-                failed.append((write, self._error_for(lost, write.doing)))
-                continue
             try:
                 db.execute("SAVEPOINT write")
                 result = write.job(db)
                 db.execute("RELEASE write")
             except BaseException as exc:  # handed to the writer's caller, whatever it is
                 if isinstance(exc, sqlite3.Error) and not db.in_transaction:
-                    lost = exc  # a full disk: SQLite undid the whole transaction
-                    failed.append((write, self._error_for(exc, write.doing)))
-                    continue
+                    whole = exc  # a full disk: SQLite undid the whole transaction
+                    break
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK TO write")
                     db.execute("RELEASE write")
                 error = self._error_for(exc, write.doing) if isinstance(exc, sqlite3.Error) else exc
-                failed.append((write, error))
+                own.append((write, error))
             else:
                 done.append((write, result))
-        if lost is not None:
-            # What seemed done was undone with the transaction: it failed too.
-            failed.extend((write, self._error_for(lost, write.doing)) for write, _ in done)
-            done = []
-        elif done:
+        if whole is None and done:
             try:
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
+                whole = exc
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")  # a failed COMMIT leaves the transaction open
-                failed.extend((write, self._error_for(exc, write.doing)) for write, _ in done)
-                done = []
             else:
                 self._committed()
-        else:
+        elif db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-        for write, result in done:
-            write.future.set_result(result)
-        for write, error in failed:
+        for write, error in own:
             write.future.set_exception(error)
+        if whole is None:
+            for write, result in done:
+                write.future.set_result(result)
+            return
+        failed = {id(write) for write, _ in own}
+        again = [write for write in batch if id(write) not in failed]
+        if len(batch) == 1:
+            for write in again:
+                write.future.set_exception(self._error_for(whole, write.doing))
+            return
+        for write in again:  # in the order they were submitted
+            self._commit_batch([write])
