@@ -274,13 +274,19 @@ def test_a_forked_child_writes_through_a_connection_of_its_own(tmp_path: Path) -
     holder.join(60)
     assert queued.result(timeout=60).seq == 2
     assert any(t.name == "orchestrator-store-writer" for t in threading.enumerate())
+    writer = store._writes
+    assert writer is not None
+    parents = writer._db
+    assert parents is not None
     pid = os.fork()  # the connection open, the writer thread waiting for work
     if pid == 0:  # the child: none of the parent's threads; the parent's connection is not used
         code = 1
         try:
             store.create(started("child"), summary(0), graph_path="", snapshot={})
             store.append("child", 2, start(2), summary(2))
-            code = 0 if on_disk(tmp_path, "child") == [1, 2] else 2
+            # SQLite forbids using a connection across fork(): the child opened its own.
+            code = 3 if writer._db is parents or writer._db is None else 0
+            code = code or (0 if on_disk(tmp_path, "child") == [1, 2] else 2)
         except BaseException as exc:  # noqa: BLE001  (shown by the parent)
             (tmp_path / "child-error").write_text(repr(exc))
         finally:
