@@ -297,3 +297,33 @@ def test_a_forked_child_writes_through_a_connection_of_its_own(tmp_path: Path) -
     store.append("parent", 3, start(3), summary(3))  # the parent's writer goes on
     assert on_disk(tmp_path, "parent") == [1, 2, 3] and on_disk(tmp_path, "child") == [1, 2]
     store.close()
+
+
+def wal_size_after_commits(folder: Path, commits: int) -> int:
+    store = SqliteStore(folder)
+    store.create(started("t"), summary(0), graph_path="", snapshot={})
+    for n in range(2, commits + 2):
+        store.append("t", n, start(n, "x" * 2000), summary(n))
+    size = (folder / "threads.db-wal").stat().st_size
+    store.close()
+    return size
+
+
+def test_the_log_starts_over_after_each_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoints run on the writer thread while the caller's thread goes on committing: the
+    log must still start over, or it grows for as long as the process writes."""
+    monkeypatch.setattr("orchestrator.store.writer.CHECKPOINT_EVERY", 16)
+    size = wal_size_after_commits(tmp_path, 1500)
+    assert size < 10_000_000, size  # the commits between two restarts (33 MB without them)
+
+
+def test_control_without_the_second_checkpoint_the_log_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control: the same commits, the write connection's checkpoint left out."""
+    monkeypatch.setattr("orchestrator.store.writer.CHECKPOINT_EVERY", 16)
+    monkeypatch.setattr("orchestrator.store.writer.Writer._restart_log", lambda self: None)
+    size = wal_size_after_commits(tmp_path, 1500)
+    assert size > 20_000_000, size  # every commit's pages, one after another
