@@ -175,6 +175,7 @@ class Writer:
         self._pid = os.getpid()
         self._thread = None
         self._in_use = False
+        self._wanted = False
         self._pending = collections.deque()
         if self._db is not None:
             self._forsaken.append(self._db)
