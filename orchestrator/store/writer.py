@@ -35,7 +35,10 @@ Either way:
 WAL checkpoints (copying the log back into the database file, with an fsync) are not left to
 SQLite's automatic checkpoint, which would run them inside the COMMIT of whichever write crossed
 the threshold, on the caller's thread: every `CHECKPOINT_EVERY` commits the writer thread runs a
-PASSIVE checkpoint on a connection of its own, which never blocks a writer.
+PASSIVE checkpoint on a connection of its own, which never blocks a writer, then copies the few
+pages committed meanwhile through the write connection, holding it as a group commit does, so
+that the next write starts the log over (`_restart_log`): the log stays the size of the writes
+between two checkpoints instead of growing for as long as the process writes.
 
 The event loop awaits a queued write through `asyncio.wrap_future`; synchronous callers block.
 """
