@@ -315,6 +315,7 @@ def test_the_log_starts_over_after_each_checkpoint(
     """Checkpoints run on the writer thread while the caller's thread goes on committing: the
     log must still start over, or it grows for as long as the process writes."""
     monkeypatch.setattr("orchestrator.store.writer.CHECKPOINT_EVERY", 16)
+    monkeypatch.setattr("orchestrator.store.writer.RESTART_FRAMES", 64)
     size = wal_size_after_commits(tmp_path, 1500)
     assert size < 10_000_000, size  # the commits between two restarts (33 MB without them)
 
@@ -324,6 +325,7 @@ def test_control_without_the_second_checkpoint_the_log_grows(
 ) -> None:
     """The control: the same commits, the write connection's checkpoint left out."""
     monkeypatch.setattr("orchestrator.store.writer.CHECKPOINT_EVERY", 16)
+    monkeypatch.setattr("orchestrator.store.writer.RESTART_FRAMES", 64)
     monkeypatch.setattr("orchestrator.store.writer.Writer._restart_log", lambda self: None)
     size = wal_size_after_commits(tmp_path, 1500)
     assert size > 20_000_000, size  # every commit's pages, one after another

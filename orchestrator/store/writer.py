@@ -37,8 +37,9 @@ SQLite's automatic checkpoint, which would run them inside the COMMIT of whichev
 the threshold, on the caller's thread: every `CHECKPOINT_EVERY` commits the writer thread runs a
 PASSIVE checkpoint on a connection of its own, which never blocks a writer, then copies the few
 pages committed meanwhile through the write connection, holding it as a group commit does, so
-that the next write starts the log over (`_restart_log`): the log stays the size of the writes
-between two checkpoints instead of growing for as long as the process writes.
+that the next write starts the log over (`_restart_log`, once the log holds more than
+`RESTART_FRAMES` pages): the log stays under about 16 MB instead of growing for as long as the
+process writes.
 
 The event loop awaits a queued write through `asyncio.wrap_future`; synchronous callers block.
 """
@@ -62,6 +63,8 @@ MAX_BATCH = 256
 # Commits between two checkpoints. SQLite's own default is a checkpoint once the log holds 1,000
 # pages; a step's transaction writes about 3 to 4 (the event's rows, the thread's row, an index).
 CHECKPOINT_EVERY = 256
+# Pages in the log above which a checkpoint also lets it start over (`_restart_log`): 16 MB.
+RESTART_FRAMES = 4096
 
 Job = Callable[[sqlite3.Connection], Any]
 ErrorFor = Callable[[sqlite3.Error, str], Exception]
@@ -274,10 +277,11 @@ class Writer:
         few pages written meanwhile are copied through the write connection (`_restart_log`)."""
         try:
             db = db or self._connect()
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except Exception:  # noqa: BLE001  (a failing disk: the next write reports it)
             return db  # the log is kept meanwhile, and the next checkpoint tries again
-        self._restart_log()
+        if frames > RESTART_FRAMES:
+            self._restart_log()
         return db
 
     def _restart_log(self) -> None:
@@ -289,7 +293,9 @@ class Writer:
         for as long as the process writes (200 MB after 10,000 steps). So the thread takes the
         connection as a group commit does (a write arriving meanwhile queues, the event loop is
         not held up) for a second checkpoint of those few pages: the next write restarts the
-        log, and its file stays the size of the writes between two checkpoints."""
+        log. That second checkpoint holds up the next write for its fsyncs (milliseconds), so
+        it is made only once the log holds more than RESTART_FRAMES pages: the log's file stays
+        under about that size plus the writes between two checkpoints."""
         with self._mutex:
             self._wanted = True
             while self._in_use:
