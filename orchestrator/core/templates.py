@@ -206,6 +206,9 @@ def _wrap(value: Any) -> Any:
     return value
 
 
+_PLAIN = frozenset((int, float, _Bool, _JsonList, _JsonDict))  # what `_render_flat` prints by str()
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, _Bool):
         return value.value
@@ -224,12 +227,111 @@ def _tokens(template: str) -> tuple[tuple[str, str], ...]:
     return tuple(_tok.tokenize(template))
 
 
+@functools.lru_cache(maxsize=4096)
+def _roots(template: str) -> frozenset[str] | None:
+    """The top-level names a template can read (`a` of `{{a.b}}`, inside sections too), or None
+    when it may read the whole context (`{{.}}`, a name starting with a dot). Only called once
+    `check_syntax` has passed."""
+    roots = set()
+    for use in _variables(template):
+        if use.name.startswith("."):
+            return None
+        roots.add(use.name.split(".", 1)[0])
+    return frozenset(roots)
+
+
+def _scope(template: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The context made ready for chevron: only the names the template reads are wrapped.
+
+    A name is looked up in the enclosing sections' values, then in the context's top level,
+    by its first part; a top level holding every such first part resolves every name alike, so
+    the output (and a strict miss) is the same as with the whole context wrapped, without
+    wrapping every step's output at every render."""
+    roots = _roots(template)
+    if roots is None:
+        return _wrap(data)  # type: ignore[no-any-return]
+    return {name: _wrap(data[name]) for name in roots if name in data}
+
+
+Flat = tuple[tuple[str, str | tuple[str, ...]], ...]
+_FLAT_TAGS = frozenset(("literal", "variable", "no escape"))
+_MISSING = object()
+_UNSURE = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _flat(template: str) -> Flat | None:
+    """A template of text and names only (no sections, no `{{.}}`), as (tag, text or the
+    name's parts); None for any other."""
+    tokens = _tokens(template)
+    if any(tag not in _FLAT_TAGS for tag, _ in tokens) or _roots(template) is None:
+        return None
+    return tuple((tag, key if tag == "literal" else tuple(key.split("."))) for tag, key in tokens)
+
+
+def _find(scope: Any, parts: tuple[str, ...]) -> Any:
+    """A name's value through mappings only, as chevron finds it; _MISSING when a mapping lacks
+    a part, _UNSURE when the walk meets anything else (chevron then tries attributes and list
+    indexes: it renders the template itself)."""
+    for part in parts:
+        if not isinstance(scope, dict):
+            return _UNSURE
+        scope = scope.get(part, _MISSING)
+        if scope is _MISSING:
+            return _MISSING
+    return scope
+
+
+def _escape(text: str) -> str:
+    # chevron's HTML escaping: `&` first, then `"`, `<`, `>` (not `'`).
+    return (
+        text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    )
+
+
+def _render_flat(flat: Flat, scope: dict[str, Any], strict: bool) -> str | None:
+    """chevron's output for a flat template, without its generic loop and the exception it
+    raises and catches for every plain value; None when a value is not plain JSON (chevron
+    renders it). The rules followed: null renders empty, a string as it is, a number, a
+    boolean (`_Bool`), a list or a mapping (`_JsonList`, `_JsonDict`) as its `str`."""
+    out: list[str] = []
+    for tag, key in flat:
+        if tag == "literal":
+            out.append(key)  # type: ignore[arg-type]
+            continue
+        value = _find(scope, key)  # type: ignore[arg-type]
+        if value is _UNSURE:
+            return None
+        if value is _MISSING:
+            if strict:
+                raise TemplateVarError(".".join(key))
+            continue
+        if value is None:
+            continue
+        if type(value) is str:
+            text = value
+        elif type(value) in _PLAIN:
+            text = str(value)
+        else:
+            return None
+        out.append(_escape(text) if tag == "variable" else text)
+    return "".join(out)
+
+
 def render(template: str, data: dict[str, Any], *, strict: bool = True) -> str:
     """Render a template. Strict: a missing name raises TemplateVarError (nulls render empty)."""
-    check_syntax(template)
+    _variables(template)  # check_syntax, without copying the cached list
+    flat = _flat(template)
+    if flat is not None:
+        scope = _scope(template, data)
+        rendered_flat = _render_flat(flat, scope, strict)
+        if rendered_flat is not None:
+            return rendered_flat
     try:
         rendered: str = chevron_blue.render(
-            _tokens(template), _wrap(data), on_missing_key="error" if strict else "ignore"
+            _tokens(template),
+            _scope(template, data),
+            on_missing_key="error" if strict else "ignore",
         )
         return rendered
     except KeyError as exc:

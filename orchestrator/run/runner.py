@@ -86,6 +86,17 @@ class LiveThread:
         self._root: Path | None = None
         self._boundary: Boundary | None = None
         self._result: tuple[int, ThreadResult] | None = None  # (seq, the result then)
+        self._defers: dict[str, bool] = {}  # may_defer per role: the graph is fixed per advance
+
+    def _may_defer(self, event: Event) -> bool:
+        """`may_defer`, found once per role and advance (a role's tools and actor are read
+        through several properties of the graph's models, at every step otherwise)."""
+        if not isinstance(event, StepStarted) or event.branch is not None:
+            return False
+        known = self._defers.get(event.role)
+        if known is None:
+            known = self._defers[event.role] = may_defer(self.graph, event)
+        return known
 
     def workspace_root(self) -> Path:
         """The thread's workspace, resolved once per advance (not once per step)."""
@@ -330,7 +341,7 @@ class LocalExecutor(LiveThread):
         await judge_outcome(self, outcome)
 
     async def commit(self, event: Event) -> None:
-        if may_defer(self.graph, event):
+        if self._may_defer(event):
             self.defer(event)
         else:
             await self.append(event)

@@ -41,6 +41,7 @@ from .base import (
     ThreadRow,
     pid_alive,
 )
+from .rows import prepare as prepare_rows
 from .sqlite_errors import store_error as store_error  # what an SQLite error means
 from .writer import Writer
 
@@ -109,10 +110,6 @@ def guarded(doing: str) -> Callable[[Method[P, R]], Method[P, R]]:
     return wrap
 
 
-# `json.dumps(data, ensure_ascii=False)` builds a new encoder at every call; one made once gives
-# the same text (the C encoder either way).
-_encode = json.JSONEncoder(ensure_ascii=False).encode
-
 GITIGNORE = "# created by orchestrator: the thread store is not source code\n*\n"
 _connect = functools.partial(
     sqlite3.connect, timeout=30.0, isolation_level=None, check_same_thread=False
@@ -136,7 +133,7 @@ class SqliteStore:
         if not readonly:
             self._writes = Writer(self._connect_writer, self._error)
         # Per thread, the sequence number and state this process last wrote to its summary row,
-        # so that an event that leaves the state as it was does not rewrite it (see _insert_text).
+        # so that an event that leaves the state as it was does not rewrite it (rows.py).
         self._states: dict[str, tuple[int, str]] = {}
 
     def _connect_writer(self) -> sqlite3.Connection:
@@ -211,6 +208,7 @@ class SqliteStore:
         owner: Owner | None = None,
     ) -> None:
         snapshot_text = json.dumps(snapshot, sort_keys=True)
+        first = prepare_rows(started.thread_id, 1, (started,), summary, None)
 
         def job(db: sqlite3.Connection) -> None:
             now = time.time()
@@ -233,7 +231,7 @@ class SqliteStore:
                     now + self.lease_seconds if owner else None,
                 ),
             )
-            _insert(db, started.thread_id, 1, started, summary, now)
+            first.write(db, now)
             search.index(db, started)
 
         self._writer().call(job, "saving a new thread")
@@ -254,24 +252,21 @@ class SqliteStore:
         transaction); the future resolves once it is committed: at once, on this thread, when no
         other thread is writing (writer.py).
 
-        The JSON text is made here, by the caller, so a writer thread holds the GIL only briefly."""
-        last = self._states.get(thread_id)
-        rows = []
-        for n, (item, item_summary) in enumerate((*before, (event, summary)), seq - len(before)):
-            data = item.to_dict()
-            state = str(item_summary.status)
-            rows.append((n, data["type"], _encode(data), item_summary, last == (n - 1, state)))
-            last = (n, state)
+        The JSON text is made here, by the caller, so a writer thread holds the GIL only briefly;
+        the summary row is written once, with `summary` (rows.py)."""
+        events = (*(item for item, _ in before), event)
+        prepared = prepare_rows(
+            thread_id, seq - len(before), events, summary, self._states.get(thread_id)
+        )
 
         def job(db: sqlite3.Connection) -> StoredEvent:
             now = time.time()
-            for n, kind, text, item_summary, same_state in rows:
-                _insert_text(db, thread_id, n, kind, text, item_summary, now, same_state)
+            prepared.write(db, now)
             return StoredEvent(seq, now, event)
 
         future: Future[StoredEvent] = self._writer().submit(job, "saving an event")
-        if last is not None and future.done() and future.exception() is None:
-            self._states[thread_id] = last  # committed, on this thread
+        if future.done() and future.exception() is None:  # committed, on this thread
+            self._states[thread_id] = (seq, str(summary.status))
         return future
 
     @guarded("reading a thread's events")
@@ -399,71 +394,3 @@ class SqliteStore:
 
 def _row(values: tuple[Any, ...]) -> ThreadRow:
     return search.row_of(values)  # with its title and labels
-
-
-def _insert(
-    db: sqlite3.Connection,
-    thread_id: str,
-    seq: int,
-    event: Event,
-    summary: ThreadSummary,
-    now: float,
-) -> None:
-    data = event.to_dict()
-    text = _encode(data)
-    _insert_text(db, thread_id, seq, data["type"], text, summary, now, False)
-
-
-# The summary row, with and without its state: `state` is indexed (`threads list --state`), and
-# SQLite rewrites an indexed column's entry whenever the UPDATE sets it, changed or not.
-_UPDATE = (
-    "UPDATE threads SET {}steps = ?, cost_usd = ?, input_tokens = ?, output_tokens = ?,"
-    " reason = ?, updated = ?, seq = ? WHERE id = ? AND seq = ?"
-)
-_UPDATE_ALL = _UPDATE.format("state = ?, ")
-_UPDATE_SAME_STATE = _UPDATE.format("")
-
-
-def _insert_text(
-    db: sqlite3.Connection,
-    thread_id: str,
-    seq: int,
-    kind: str,
-    text: str,
-    summary: ThreadSummary,
-    now: float,
-    same_state: bool,
-) -> None:
-    """The event's row and the thread's summary row; ThreadBusy if `seq` is taken.
-
-    `same_state`: this process committed event `seq - 1` of the thread with the state this one
-    has, so the state is left out of the UPDATE. The row still holds it: `WHERE seq = seq - 1`
-    matches only if nobody wrote the thread since that commit (any write of another process
-    that changes the state appends an event, which moves `seq` on).
-    """
-    try:
-        db.execute(
-            "INSERT INTO events (thread_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
-            (thread_id, seq, now, kind, text),
-        )
-    except sqlite3.IntegrityError:
-        raise ThreadBusy(
-            f"thread {thread_id} was advanced by another process (event {seq} already exists)"
-        ) from None
-    rest = (
-        summary.steps,
-        summary.cost_usd,
-        summary.input_tokens,
-        summary.output_tokens,
-        summary.reason,
-        now,
-        seq,
-        thread_id,
-        seq - 1,
-    )
-    if same_state:
-        cur = db.execute(_UPDATE_SAME_STATE, rest)
-    else:
-        cur = db.execute(_UPDATE_ALL, (str(summary.status), *rest))
-    if cur.rowcount != 1:
-        raise ThreadBusy(f"thread {thread_id} was advanced by another process")
