@@ -216,7 +216,10 @@ class Web:
         failed = self.runs.errors.get(row.id)
         if failed and not notices:
             notices = (Notice(f"the last run from this page stopped: {failed.text()}"),)
-        html = thread_page(
+        # On a thread: a graph's first drawing runs Graphviz's `dot` (about 90 ms), which must
+        # not hold up the other pages and the live feeds this loop serves.
+        html = await asyncio.to_thread(
+            thread_page,
             row,
             view,
             graph=graph,
