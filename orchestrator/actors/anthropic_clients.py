@@ -19,6 +19,7 @@ tool output and error messages like the Anthropic key.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -44,7 +45,7 @@ def claude_client(
         "max_retries": max_retries,
         "timeout": timeout,
         # Passed in for the reason actors/anthropic.py gives (closing on a finished loop).
-        "http_client": anthropic.DefaultAsyncHttpxClient(),
+        "http_client": http_client(),
     }
     if provider == "bedrock":
         if not (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
@@ -66,6 +67,22 @@ def claude_client(
         )
         return vertex, _values(VERTEX_SECRETS)
     raise ActorError(f"'{provider}' is not a provider of Claude", kind="config")
+
+
+def http_client() -> Any:
+    """The SDK's own async HTTP client, keeping alive every connection it has opened.
+
+    The SDK's default keeps at most 100 idle connections of its 1,000. A batch of more than 100
+    threads has more than 100 connections, and between two calls of a thread (the runner, the
+    store) its connection is idle: beyond 100 such, each is closed and the thread's next call
+    opens a new one (a connect, a server thread, the pool's bookkeeping), so at 200 threads
+    nearly every call paid for a new connection. Idle connections still close after the SDK's
+    keep-alive expiry (5 s), and the pool never holds more than the calls in flight made."""
+    import anthropic  # deferred: about a second of import time
+
+    limits = anthropic.DEFAULT_CONNECTION_LIMITS
+    kept = dataclasses.replace(limits, max_keepalive_connections=limits.max_connections)
+    return anthropic.DefaultAsyncHttpxClient(limits=kept)
 
 
 def _values(names: tuple[str, ...]) -> tuple[str, ...]:
