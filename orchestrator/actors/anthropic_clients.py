@@ -12,6 +12,9 @@ client differs, and it is made here from the usual variables of each cloud:
   Google's application default credentials; CLOUD_ML_REGION and ANTHROPIC_VERTEX_PROJECT_ID;
   ANTHROPIC_VERTEX_BASE_URL moves the endpoint.
 
+All three use `http_client()`: the SDK's own HTTP client, keeping alive every connection it
+opened (a wide batch reuses them from one call to the next).
+
 Every one of these credentials is a provider's key (definition/secret_names.py): never passed
 to a child process, and the values returned here as the client's secrets are redacted from
 tool output and error messages like the Anthropic key.
@@ -77,7 +80,8 @@ def http_client() -> Any:
     store) its connection is idle: beyond 100 such, each is closed and the thread's next call
     opens a new one (a connect, a server thread, the pool's bookkeeping), so at 200 threads
     nearly every call paid for a new connection. Idle connections still close after the SDK's
-    keep-alive expiry (5 s), and the pool never holds more than the calls in flight made."""
+    keep-alive expiry (5 s), and the pool never holds more connections than calls were in
+    flight at once."""
     import anthropic  # deferred: about a second of import time
 
     limits = anthropic.DEFAULT_CONNECTION_LIMITS
