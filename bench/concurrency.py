@@ -6,8 +6,9 @@ a durable SqliteStore, against FakeAnthropic answering every request after `--la
 (default 50 ms, streamed). The raw SDK makes the same calls without the orchestrator: for each
 thread, the same three `messages.stream(...)` requests in turn (the exact bodies the actor sends,
 recorded from one orchestrator thread), read to `message_stop`, with the same concurrency, the
-same client settings (max_retries, timeout, `DefaultAsyncHttpxClient`: at most 1,000
-connections, 100 kept alive) and an asyncio.Semaphore in place of the batch's limiter.
+same client settings (max_retries, timeout, and the actor's own HTTP client,
+`actors/anthropic_clients.http_client`: the SDK's `DefaultAsyncHttpxClient` with at most 1,000
+connections, all of them kept alive) and an asyncio.Semaphore in place of the batch's limiter.
 
 Beside them, the peer a user would pick instead: LangGraph, durable with its async SQLite
 checkpointer (`AsyncSqliteSaver` over aiosqlite, `durability="sync"`), three nodes each making
@@ -209,12 +210,14 @@ async def raw_level(
 ) -> float:
     import anthropic
 
+    from orchestrator.actors.anthropic_clients import http_client
+
     client = anthropic.AsyncAnthropic(
         api_key=KEY,
         base_url=os.environ["ANTHROPIC_BASE_URL"],
         max_retries=args.max_retries,
         timeout=args.timeout,
-        http_client=anthropic.DefaultAsyncHttpxClient(),
+        http_client=http_client(),
     )
     limit = asyncio.Semaphore(concurrency)
 
@@ -247,6 +250,8 @@ async def langgraph_level(
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.graph import END, START, StateGraph
 
+    from orchestrator.actors.anthropic_clients import http_client
+
     class Steps(TypedDict, total=False):
         issue: str
         replies: Annotated[list[str], operator.add]
@@ -256,7 +261,7 @@ async def langgraph_level(
         base_url=os.environ["ANTHROPIC_BASE_URL"],
         max_retries=args.max_retries,
         timeout=args.timeout,
-        http_client=anthropic.DefaultAsyncHttpxClient(),
+        http_client=http_client(),
     )
 
     def node(params: dict[str, Any]) -> Any:
@@ -327,7 +332,6 @@ def main() -> None:
         return
 
     import anthropic
-    from anthropic._constants import DEFAULT_CONNECTION_LIMITS
 
     os.environ["ANTHROPIC_API_KEY"] = KEY
     os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)
@@ -339,8 +343,8 @@ def main() -> None:
         f"streamed; server in its own process"
     )
     print(
-        f"client pool (both sides): max_connections={DEFAULT_CONNECTION_LIMITS.max_connections}, "
-        f"max_keepalive={DEFAULT_CONNECTION_LIMITS.max_keepalive_connections}; "
+        "client pool (every side: the actor's http_client()): max_connections="
+        f"{anthropic.DEFAULT_CONNECTION_LIMITS.max_connections}, every one kept alive; "
         f"best of {args.repeat}, run round-robin; cpu = this process's CPU ms per model call"
     )
     with tempfile.TemporaryDirectory() as tmp:

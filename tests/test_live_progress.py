@@ -20,7 +20,7 @@ from rich.console import Console
 from orchestrator.actors.progress import Progress, ProgressKind, StepProgress, short_argument
 from orchestrator.cli.live import LiveView
 from orchestrator.testing.fake_anthropic import FakeResponse
-from tests.anthropic_fixtures import fake_server
+from tests.anthropic_fixtures import fake_server, fast_actor, make_request, play
 
 GRAPH = """
 name: reader
@@ -146,3 +146,43 @@ def test_the_status_line_counts_a_step_in_flight_and_forgets_it_when_committed()
     view.progress(Progress(1, ProgressKind.TOKENS, 9, 9))  # another step's word: ignored
     line = view.status_line().plain
     assert "⚙ bash make test" in line and "~1,080 tok" in line
+
+
+def _count_stream_events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every event `StepProgress.stream_event` is handed, by type, while still doing its work."""
+    seen: list[str] = []
+    original = StepProgress.stream_event
+
+    def counting(self: StepProgress, event: Any) -> None:
+        seen.append(event.type)
+        original(self, event)
+
+    monkeypatch.setattr(StepProgress, "stream_event", counting)
+    return seen
+
+
+def test_a_listener_gets_a_token_count_for_every_streamed_delta(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    told: list[Progress] = []
+    with fake_server(monkeypatch, chunk_size=5) as server:
+        reply = "---\n$status: ready\nplan: add a guard to parse()\n---\nDone."
+        server.reply(FakeResponse.text(reply))
+        seen = _count_stream_events(monkeypatch)
+        play(fast_actor(), make_request(progress=told.append))
+    deltas = seen.count("content_block_delta")
+    assert deltas >= len(reply) // 5  # the fake cut the reply into small deltas
+    estimated = [p for p in told if p.kind == ProgressKind.TOKENS and p.estimated]
+    assert len(estimated) == deltas  # one count per delta, none skipped
+    assert "message_stop" in seen  # every event reached the listener's side
+
+
+def test_with_nobody_listening_no_stream_event_is_handled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with fake_server(monkeypatch, chunk_size=5) as server:
+        server.reply(FakeResponse.text("---\n$status: ready\nplan: add a guard\n---\nDone."))
+        seen = _count_stream_events(monkeypatch)
+        reply = play(fast_actor(), make_request())
+    assert "add a guard" in reply.text  # the step streamed and finished as before
+    assert seen == []  # the skip path: not one event went through progress

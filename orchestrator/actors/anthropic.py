@@ -53,7 +53,7 @@ from ..tools import ToolBox, tool_definitions
 from ..tools.role_tools import ToolSetupFailed, extra_tools
 from ..tools.scrub import Secrets, redact_url_credentials
 from ..tools.toolbox import ExtraTool
-from .anthropic_clients import claude_client
+from .anthropic_clients import claude_client, http_client
 from .anthropic_errors import IncompleteStream, describe_failure, failure_kind
 from .base import ActorError, ActReply, ActRequest, Usage
 from .progress import StepProgress
@@ -282,11 +282,14 @@ class AnthropicActor:
     ) -> Any:
         if not self.stream:
             return await client.messages.create(**params)
+        # Tokens are counted per event only for a display that listens: with nobody listening
+        # (a batch, a service) each of a reply's events costs one comparison here, no more.
+        listening = progress if progress is not None and progress.callback is not None else None
         async with client.messages.stream(**params) as stream:
             finished = False
             async for event in stream:
-                if progress is not None:
-                    progress.stream_event(event)
+                if listening is not None:
+                    listening.stream_event(event)
                 if event.type == "message_stop":
                     finished = True
             if not finished:
@@ -322,7 +325,7 @@ class AnthropicActor:
             base_url=self._base_url,
             max_retries=self.max_retries,
             timeout=self.timeout,
-            http_client=anthropic.DefaultAsyncHttpxClient(),
+            http_client=http_client(),
         )
         self._client_loop = loop
         return self._client

@@ -12,6 +12,9 @@ client differs, and it is made here from the usual variables of each cloud:
   Google's application default credentials; CLOUD_ML_REGION and ANTHROPIC_VERTEX_PROJECT_ID;
   ANTHROPIC_VERTEX_BASE_URL moves the endpoint.
 
+All three use `http_client()`: the SDK's own HTTP client, keeping alive every connection it
+opened (a wide batch reuses them from one call to the next).
+
 Every one of these credentials is a provider's key (definition/secret_names.py): never passed
 to a child process, and the values returned here as the client's secrets are redacted from
 tool output and error messages like the Anthropic key.
@@ -19,6 +22,7 @@ tool output and error messages like the Anthropic key.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -44,7 +48,7 @@ def claude_client(
         "max_retries": max_retries,
         "timeout": timeout,
         # Passed in for the reason actors/anthropic.py gives (closing on a finished loop).
-        "http_client": anthropic.DefaultAsyncHttpxClient(),
+        "http_client": http_client(),
     }
     if provider == "bedrock":
         if not (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
@@ -66,6 +70,23 @@ def claude_client(
         )
         return vertex, _values(VERTEX_SECRETS)
     raise ActorError(f"'{provider}' is not a provider of Claude", kind="config")
+
+
+def http_client() -> Any:
+    """The SDK's own async HTTP client, keeping alive every connection it has opened.
+
+    The SDK's default keeps at most 100 idle connections of its 1,000. A batch of more than 100
+    threads has more than 100 connections, and between two calls of a thread (the runner, the
+    store) its connection is idle: beyond 100 such, each is closed and the thread's next call
+    opens a new one (a connect, a server thread, the pool's bookkeeping), so at 200 threads
+    nearly every call paid for a new connection. Idle connections still close after the SDK's
+    keep-alive expiry (5 s), and the pool never holds more connections than calls were in
+    flight at once."""
+    import anthropic  # deferred: about a second of import time
+
+    limits = anthropic.DEFAULT_CONNECTION_LIMITS
+    kept = dataclasses.replace(limits, max_keepalive_connections=limits.max_connections)
+    return anthropic.DefaultAsyncHttpxClient(limits=kept)
 
 
 def _values(names: tuple[str, ...]) -> tuple[str, ...]:

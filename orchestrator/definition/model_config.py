@@ -282,7 +282,9 @@ _pinned: dict[str, ModelConfig] = {}  # the found file's tables, by folder, as f
 def load_config() -> ModelConfig:
     """The built-in tables merged with the user's models file, if there is one."""
     if _found():
-        folder = os.path.realpath(os.curdir)
+        # The kernel's current folder has no links in it, so getcwd() is what realpath(".")
+        # gives, without a stat per component: this runs several times per model call.
+        folder = os.getcwd()
         if folder not in _pinned:
             _pinned[folder] = _read_config()
         return _pinned[folder]
@@ -315,7 +317,8 @@ def resolve_model(name: str | None = None) -> str:
 def model_ref(name: str | None = None) -> ModelRef:
     """Which provider answers a model setting, and the model's id there."""
     config = load_config()
-    chosen = (name or "").strip() or default_model()
+    # default_model() with the tables already in hand (each lookup reads the folder again).
+    chosen = (name or "").strip() or os.environ.get("ORCHESTRATOR_MODEL") or config.default
     resolved = config.aliases.get(chosen.lower(), chosen)
     # A default may itself be an alias.
     resolved = config.aliases.get(resolved.lower(), resolved)
