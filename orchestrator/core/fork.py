@@ -38,11 +38,14 @@ first) and a subgraph's child thread (fork its parent instead).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..definition.models import Graph
+from ..definition.models import SINGLE_EXIT, Graph
+from ..definition.yamlpos import typed_value
+from ..errors import InputError
+from ..extract import format_reply
 from .allowed import fork_verdict
 from .commands import Record
 from .engine import decide, fold, judge
@@ -185,3 +188,34 @@ def _replied(graph: Graph, log: list[Event], tid: str, n: int, reply: str) -> li
             f"role's statuses ({', '.join(role.contract.statuses)})"
         )
     return [start, replace(judged[0], actor="fork")]
+
+
+def reply_text(
+    graph: Graph,
+    events: Sequence[Event],
+    at: int | None,
+    reply: str | None,
+    status: str | None,
+    assignments: Mapping[str, Any] | None,
+) -> str | None:
+    """A fork's replacement reply: `reply` as given, or one made from a status and fields, text
+    values typed by the contract of the role step `at` started with (as `threads answer
+    --status --set` makes one); None: no reply. The moderator checks the reply itself (F2)."""
+    if reply is not None:
+        if status is not None or assignments:
+            raise InputError("give either a reply or a status with fields, not both")
+        return reply
+    if status is None and not assignments:
+        return None
+    n = at if at is not None else fold(list(events)).committed + 1
+    roles = [
+        e.role for e in events if isinstance(e, StepStarted) and e.step == n and e.branch is None
+    ]
+    role = graph.roles.get(roles[-1]) if roles else None
+    contract = role.contract.for_status(status or SINGLE_EXIT) if role is not None else None
+    schemas = contract.field_schemas if contract is not None else {}
+    typed = {
+        k: typed_value(v, schemas.get(k, {"type": "any"})) if isinstance(v, str) else v
+        for k, v in (assignments or {}).items()
+    }
+    return format_reply(None if status in (None, SINGLE_EXIT) else status, typed)

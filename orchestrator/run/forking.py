@@ -25,12 +25,10 @@ from typing import Any, Protocol
 
 from ..actors.recording import Recording
 from ..core import engine
-from ..core.events import Event, StepCommitted, StepStarted, ThreadStarted
-from ..core.fork import Fork, fork_events
+from ..core.events import Event, StepCommitted, ThreadStarted
+from ..core.fork import Fork, fork_events, reply_text
 from ..core.state import ThreadState, ThreadSummary
 from ..definition.models import Graph
-from ..definition.yamlpos import typed_value
-from ..extract import format_reply
 from ..store.base import EventStore, StoredEvent, StoreError, ThreadRow
 from ..store.ids import new_thread_id
 from ..tools import boundary as trust
@@ -83,13 +81,10 @@ class Forking:
         `reply` (a whole reply text) or `status` with `set` (fields; text values typed by the
         role's contract, as `threads answer --set` does) stands as step `at`'s output. Raises
         Refused naming the step and role (nothing made) when the moderator refuses the fork."""
-        if reply is not None and (status is not None or set):
-            raise SessionError("give either a reply or a status and fields, not both")
         row = self.thread(thread_id)
         graph = graph or self.graph_for(row)
         events = [s.event for s in self.store.events(row.id)]
-        if reply is None and (status is not None or set):
-            reply = _reply_of(graph, events, at, status, dict(set or {}))
+        reply = reply_text(graph, events, at, reply, status, set)
         new_id = new_thread_id()
         plan = fork_events(
             events,
@@ -166,30 +161,6 @@ class Forking:
         original = self.recording(forked.from_thread)
         inner = actor_for or default_actor_for(options or RunOptions())
         return reusing(inner, Reuse(thread_id, forked.at_step, original))
-
-
-def _reply_of(
-    graph: Graph,
-    events: list[Event],
-    at: int | None,
-    status: str | None,
-    fields: dict[str, Any],
-) -> str:
-    """A reply text from a status and fields, text values typed by the contract of the role
-    step `at` started with in the original (the moderator checks the reply itself)."""
-    n = at if at is not None else engine.fold(events).committed + 1
-    role_name = next(
-        (e.role for e in events if isinstance(e, StepStarted) and e.step == n and e.branch is None),
-        None,
-    )
-    role = graph.roles.get(role_name) if role_name is not None else None
-    contract = role.contract.for_status(status or "_") if role is not None else None
-    schemas = contract.field_schemas if contract is not None else {}
-    typed = {
-        k: typed_value(v, schemas.get(k, {"type": "any"})) if isinstance(v, str) else v
-        for k, v in fields.items()
-    }
-    return format_reply(status, typed)
 
 
 def _fork_worktree(

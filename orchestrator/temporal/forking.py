@@ -32,14 +32,9 @@ from typing import Any, Protocol, TypeVar
 
 from temporalio.client import WorkflowHandle
 
-from ..core.engine import fold
-from ..core.events import Event, StepStarted
-from ..core.fork import fork_events
+from ..core.fork import fork_events, reply_text
 from ..core.state import ThreadState
-from ..definition.models import SINGLE_EXIT, Graph
-from ..definition.yamlpos import typed_value
-from ..errors import InputError
-from ..extract import format_reply
+from ..definition.models import Graph
 from ..run.session import SessionError
 from ..store.base import StoredEvent
 from ..store.ids import new_thread_id
@@ -130,7 +125,7 @@ class Forks:
         stored = await self.aevents(row.id)
         original = [s.event for s in stored]
         new_id = new_thread_id()
-        text = _reply_text(graph, original, at, reply, status, set)
+        text = reply_text(graph, original, at, reply, status, set)
         made = fork_events(
             original,
             graph,
@@ -168,33 +163,3 @@ class Forks:
         summary = f"{row.graph} (fork of {row.id} at step {made.at})"
         await self._start_run(params, queue, summary=title or summary)
         return new_id
-
-
-def _reply_text(
-    graph: Graph,
-    events: list[Event],
-    at: int | None,
-    reply: str | None,
-    status: str | None,
-    assignments: Mapping[str, Any] | None,
-) -> str | None:
-    """The replacement reply: `reply` as given, or made from a status and fields typed by the
-    contract of step `at`'s role (as `threads answer --status --set` makes one); None: none."""
-    if reply is not None:
-        if status is not None or assignments:
-            raise InputError("give either a reply or a status with fields, not both")
-        return reply
-    if status is None and not assignments:
-        return None
-    n = at if at is not None else fold(events).committed + 1
-    roles = [
-        e.role for e in events if isinstance(e, StepStarted) and e.step == n and e.branch is None
-    ]
-    role = graph.roles.get(roles[-1]) if roles else None
-    contract = role.contract.for_status(status or SINGLE_EXIT) if role is not None else None
-    schemas = contract.field_schemas if contract is not None else {}
-    typed = {
-        k: typed_value(v, schemas.get(k, {"type": "any"})) if isinstance(v, str) else v
-        for k, v in (assignments or {}).items()
-    }
-    return format_reply(None if status in (None, SINGLE_EXIT) else status, typed)
