@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frontmatter.default_handlers import YAMLHandler
-
 from . import confine
 from .problems import GraphError, Problem
 from .yamlpos import SourceMap, YamlSyntaxError, load_yaml
@@ -188,6 +186,9 @@ def read_agent_file(path: Path, role: str) -> AgentLayer:
         ) from None
     fm_text, body = "", text
     if text.lstrip().startswith("---"):
+        # deferred: python-frontmatter's import costs start-up time a graph file never needs
+        from frontmatter.default_handlers import YAMLHandler
+
         try:
             fm_text, body = YAMLHandler().split(text)
         except ValueError:

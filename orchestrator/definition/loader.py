@@ -13,7 +13,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from frontmatter.default_handlers import YAMLHandler
 from pydantic import ValidationError
 
 from . import confine, subgraphs
@@ -126,6 +125,9 @@ class RoleSource:
 def parse_role_file(path: Path) -> RoleSource:
     """Read `roles/NAME.yaml` (all fields) or `roles/NAME.md` (frontmatter + procedure body)."""
     if path.suffix == ".md":
+        # deferred: python-frontmatter's import costs start-up time a graph file never needs
+        from frontmatter.default_handlers import YAMLHandler
+
         text = _read_text(path)
         try:
             handler = YAMLHandler()
@@ -183,8 +185,9 @@ def role_search_dirs(graph_path: Path | None, cwd: Path | None = None) -> list[P
     cwd = cwd or Path.cwd()
     dirs: list[Path] = []
     if graph_path is not None:
-        dirs.append(graph_path.resolve().parent.parent / "roles")
-        dirs.append(graph_path.resolve().parent / "roles")
+        here = graph_path.resolve().parent
+        dirs.append(here.parent / "roles")
+        dirs.append(here / "roles")
     dirs += [cwd / "roles", bundled_roles_dir()]
     unique: list[Path] = []
     for d in dirs:
@@ -282,8 +285,9 @@ def build_graph(
         raise GraphError(problems)
     graph._source = smap
     graph._path = str(path) if path is not None else None
+    folder = folder_of(path)  # once per graph: it resolves the path (system calls per link)
     for name, role in graph.roles.items():
-        role._name, role._folder = name, folder_of(path)
+        role._name, role._folder = name, folder
     graph._subgraphs = children
     return graph
 

@@ -113,6 +113,8 @@ def _check_numbers(schema: Any, root: tuple[Any, ...]) -> None:
 
     A walk with a list, not recursion: a schema nested thousands deep is reported, not a crash.
     """
+    if _no_odd_numbers(schema):  # nearly every schema: no path is built
+        return
     todo: list[tuple[tuple[Any, ...], Any]] = [(root, schema)]
     while todo:
         path, node = todo.pop()
@@ -128,6 +130,25 @@ def _check_numbers(schema: Any, root: tuple[Any, ...]) -> None:
             )
         elif isinstance(node, float) and path[-1:] == ("multipleOf",) and not math.isfinite(node):
             raise SchemaProblem(f"{_where(path)} must be a finite number, not {node}", path)
+
+
+def _no_odd_numbers(schema: Any) -> bool:
+    """True when the schema holds no integer past `_printable`'s quick bound and no infinite or
+    NaN float anywhere: then `_check_numbers` has nothing to refuse. (Otherwise its walk, which
+    keeps every value's path for the message, decides.)"""
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, int):
+            if node.bit_length() > 2000 and not isinstance(node, bool):
+                return False
+        elif isinstance(node, float) and not math.isfinite(node):
+            return False
+    return True
 
 
 def _where(path: tuple[Any, ...]) -> str:

@@ -381,12 +381,33 @@ class _PlainBuilder(_Builder):
         if node.__class__ is yaml.ScalarNode:
             return node.value if node.tag == STR_TAG else self._scalar(node)
         if node.__class__ is yaml.MappingNode:
-            return self._mapping(node, path, depth)
+            return self._plain_mapping(node, path, depth)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
+
+    def _plain_mapping(self, node: yaml.MappingNode, path: Path_, depth: int) -> dict[str, Any]:
+        """`_mapping` for the usual case, every key a string scalar and none twice: the key's
+        text and position taken inline. Another key (a merge, a number) or a duplicate key: the
+        whole mapping goes to `_mapping`, before any of it is built."""
+        pairs = node.value
+        for key_node, _ in pairs:
+            if key_node.__class__ is not yaml.ScalarNode or key_node.tag != STR_TAG:
+                return self._mapping(node, path, depth)
+        if len({key_node.value for key_node, _ in pairs}) != len(pairs):
+            return self._mapping(node, path, depth)
+        own: dict[str, Any] = {}
+        keys = self.smap.keys
+        build = self.build
+        for key_node, value_node in pairs:
+            key = key_node.value
+            where = path + (key,)
+            mark = key_node.start_mark
+            keys.setdefault(where, (mark.line + 1, mark.column + 1))
+            own[key] = build(value_node, where, depth + 1)
+        return own
 
 
 def _merge_sources(value: yaml.Node) -> list[yaml.Node]:
