@@ -277,7 +277,8 @@ def test_the_thread_page_links_a_subgraph_step_to_its_child(graphs: Path) -> Non
         {"worker": [reply("fixed", summary="s")], "report": [reply(note="n")]},
         {"task": "t"},
     )
-    html = _timeline(Session(trace.store).view(trace.thread_id))
+    session = Session(trace.store)
+    html = _timeline(session.view(trace.thread_id), session.allowed(trace.thread_id))
     assert f'<a href="/threads/{trace.thread_id}.1">' in html
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.steps import StepView, ThreadView
+from .plural import noun
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def diff_text(diff: ThreadDiff, *, width: int = 100) -> list[str]:
             lines.append(_cut(f"step {s.step}: only in {which}  {_side(side)}", width))
             continue
         lines.append(
-            f"step {s.step}: {', '.join(differs)} differ{'s' if len(differs) == 1 else ''}"
+            f"step {s.step}: {', '.join(differs)} {noun(len(differs), 'differs', 'differ')}"
         )
         lines.append(_cut(f"  A {_side(s.a)}", width))
         lines.append(_cut(f"  B {_side(s.b)}", width))
