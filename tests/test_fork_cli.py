@@ -106,3 +106,14 @@ def test_refusals_are_clear_and_write_nothing(
     assert refused.exit_code == code, refused.output
     assert says in refused.stderr and "Traceback" not in refused.output
     assert ids() == [original]
+
+
+@pytest.mark.parametrize("option", [("--model", "sonnet"), ("--max-steps", "3")])
+def test_a_fork_on_temporal_refuses_options_it_would_not_take(
+    home: Path, option: tuple[str, str]
+) -> None:
+    """A fork on Temporal keeps the original's settings: an option it cannot honour is said,
+    before any server is reached (the address here answers nothing), not silently dropped."""
+    got = orch("threads", "fork", "t-1", "--temporal", "127.0.0.1:1", *option)
+    assert got.exit_code == 2
+    assert "not taken by a fork on Temporal" in got.output

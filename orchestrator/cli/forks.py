@@ -82,6 +82,12 @@ def fork(
     """
     if reply_file is not None and (status or assignments):
         fail("use either --reply or --status/--set, not both")
+    if temporal and (max_steps is not None or model is not None):
+        # A fork on Temporal is a workflow started with the original's settings; said rather
+        # than silently ignored.
+        fail(
+            "--max-steps and --model are not taken by a fork on Temporal (it keeps the original's)"
+        )
     reply = read_text_file(reply_file, "--reply", dash_is_stdin=True) if reply_file else None
     fields = parse_assignments(assignments, "--set") if assignments else None
     session = cli_session(store_dir, temporal)
