@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import random
+import re
 from typing import Any
 
 import pytest
@@ -202,3 +203,33 @@ def test_a_duplicate_key_keeps_its_message() -> None:
     with pytest.raises(ExtractError) as caught:
         load_yaml("$status: a\n$status: b")
     assert "appears twice (lines 1 and 2)" in str(caught.value)
+
+
+def resolved_in_full(value: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`_resolve_plain` with its shortcut for text switched off (every pattern tried)."""
+    with monkeypatch.context() as patched:
+        patched.setattr(parse, "_NOT_TEXT", re.compile(""))
+        return _resolve_plain(value)
+
+
+def test_the_shortcut_for_text_resolves_as_the_patterns_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = random.Random(5)
+    alphabet = "aeNnTtFfLlu0189.-+~_ xXoOeEiI"
+    values = list(VALUES) + [
+        "".join(rng.choices(alphabet, k=rng.randint(0, 6))) for _ in range(4000)
+    ]
+    short_cut = 0
+    for value in values:
+        if value and not parse._NOT_TEXT.match(value):
+            short_cut += 1
+        assert same(_resolve_plain(value), resolved_in_full(value, monkeypatch)), value
+    assert short_cut > 500
+
+
+def test_control_a_shortcut_too_wide_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Digits alone as the values that may not be text: `-3`, `null`, `true` are then wrong."""
+    monkeypatch.setattr(parse, "_NOT_TEXT", re.compile("[0-9]"))
+    wrong = [v for v in VALUES if not same(_resolve_plain(v), resolved_in_full(v, monkeypatch))]
+    assert {"-3", "null", "true", "~", ".5"} <= set(wrong)

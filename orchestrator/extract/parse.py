@@ -36,9 +36,14 @@ _FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?
 _INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
 _NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
 _STR_TAG = "tag:yaml.org,2002:str"
+# Every value above that is not text starts with one of these or is a null or bool word; a value
+# that does not (most of a reply's text) skips the seven patterns.
+_NOT_TEXT = re.compile(r"[-+.0-9~]|(?:null|Null|NULL|true|True|TRUE|false|False|FALSE)$")
 
 
 def _resolve_plain(value: str) -> Any:
+    if value and not _NOT_TEXT.match(value):
+        return value
     if _NULL.match(value):
         return None
     if value in _BOOL:
