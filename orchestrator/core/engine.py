@@ -172,7 +172,7 @@ from .checks import (
     suspend,
 )
 from .commands import Command, Idle, Limits, Record, limits_for
-from .context import template_context
+from .context import reads_steps, template_context
 from .edges import choose_edge, next_edge_key, render_edge, render_one
 from .events import (
     AttemptRejected,
@@ -230,10 +230,11 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
     if isinstance(chosen, Record):
         return chosen
     option, edge = chosen
-    context = template_context(graph, state, source, status)
     label = f"edge {source} --{status}--> {edge.role or 'parallel'}"
     if edge.fans_out:
+        context = template_context(graph, state, source, status)
         return fanout.fan_out(graph, state, limits, (source, status, option), edge, context)
+    context = template_context(graph, state, source, status, steps=reads_steps(edge))
     return _take(
         graph,
         state,
