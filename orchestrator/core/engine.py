@@ -158,7 +158,6 @@ judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed,
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..definition.models import END, SUSPEND, Edge, Graph, Join
@@ -235,15 +234,7 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
         context = template_context(graph, state, source, status)
         return fanout.fan_out(graph, state, limits, (source, status, option), edge, context)
     context = template_context(graph, state, source, status, steps=reads_steps(edge))
-    return _take(
-        graph,
-        state,
-        limits,
-        label,
-        edge,
-        context,
-        StepStarted(0, "", "", source, status, option=option),
-    )
+    return _take(graph, state, limits, label, edge, context, (source, status, option, False))
 
 
 def _take(
@@ -253,10 +244,11 @@ def _take(
     label: str,
     edge: Edge | Join,
     context: dict[str, Any],
-    start: StepStarted,
+    start: tuple[str, str, int, bool],
 ) -> Command:
-    """Render an edge and start its step, or end the thread (D5-D8); `start` carries where the
-    edge comes from."""
+    """Render an edge and start its step, or end the thread (D5-D8); `start` is where the edge
+    comes from: the source, the status, the option taken and whether it is a join edge."""
+    source, status, option, join = start
     rendered = render_edge(label, edge, context)
     if isinstance(rendered, Record):
         return rendered
@@ -266,7 +258,7 @@ def _take(
         if isinstance(recovery, Record):
             return recovery
         ending, outcome = edge.ending or "done", edge.outcome or "success"
-        return Record(ThreadCompleted(prompt, ending, outcome, recovery, start.option))
+        return Record(ThreadCompleted(prompt, ending, outcome, recovery, option))
     guard = check_limits(state, edge.role or "", limits)
     if guard is not None:
         return guard
@@ -276,10 +268,9 @@ def _take(
             f"{state.resume_message}"
         )
     step = state.committed + 1
+    role = edge.role or ""
     return Record(
-        replace(
-            start, step=step, role=edge.role or "", prompt=prompt, location=location, inputs=inputs
-        )
+        StepStarted(step, role, prompt, source, status, location, option, join=join, inputs=inputs)
     )
 
 
@@ -299,7 +290,7 @@ def _take_join(graph: Graph, state: ThreadState, limits: Limits) -> Command:
     branches = fanout.branches_value(graph, state)
     context = template_context(graph, state, fo.source, fo.status, previous, branches)
     label = f"join edge {fo.source} --{fo.status}--> {edge.join.role}"
-    start = StepStarted(0, "", "", fo.source, fo.status, option=fo.option, join=True)
+    start = (fo.source, fo.status, fo.option, True)
     return _take(graph, state, limits, label, edge.join, context, start)
 
 
