@@ -233,3 +233,26 @@ def test_control_a_shortcut_too_wide_is_caught(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(parse, "_NOT_TEXT", re.compile("[0-9]"))
     wrong = [v for v in VALUES if not same(_resolve_plain(v), resolved_in_full(v, monkeypatch))]
     assert {"-3", "null", "true", "~", ".5"} <= set(wrong)
+
+
+def test_character_level_blocks_agree_too() -> None:
+    """Keys and values made character by character from what the fast path accepts (and a
+    colon, a hash, a quote now and then), compared the same way."""
+    rng = random.Random(2)
+    value_chars = "aZeEnNtTfFxXo09 _.,;/()+'-"
+    key_chars = "aZ09_$.-"
+    taken = 0
+    for _ in range(5000):
+        lines = []
+        for _ in range(rng.randint(1, 3)):
+            key = rng.choice("aZ_$") + "".join(rng.choices(key_chars, k=rng.randint(0, 4)))
+            value = "".join(rng.choices(value_chars, k=rng.randint(1, 10)))
+            if rng.random() < 0.1:
+                value += rng.choice([":", " #", '"', ": x", "\t"])
+            lines.append(f"{key}:{rng.choice([' ', ' ', '  '])}{value}")
+        text = "\n".join(lines)
+        fast = flat_mapping(text, _resolve_plain)
+        if fast is not None:
+            taken += 1
+            assert same(fast, slow(text)), text
+    assert taken > 1000
