@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +90,24 @@ def test_events_written_together_update_the_summary_row_once(tmp_path: Path) -> 
         store.append_future("t", 6, EVENTS[5], summary(9), ((EVENTS[2], summary(9)),)).result()
     assert store.thread("t").seq == 5 and [e.seq for e in store.events("t")] == [1, 2, 3, 4, 5]
     store.close()
+
+
+def test_the_c_encoder_called_directly_writes_what_dumps_writes() -> None:
+    """`rows._encode` calls json's C encoder without `JSONEncoder.encode`: same text, and the
+    same refusals (a circular structure; a value JSON cannot hold), as `json.dumps`."""
+    from orchestrator.store.rows import _encode
+
+    tricky: dict[str, Any] = {
+        "text": 'é "quoted" \n\t\u2028 \x00 </script>',
+        "numbers": [0, -1, 2**70, 1.5, 1e300, float("inf"), float("-inf")],
+        "nested": {"a": [], "b": {}, "c": [None, True, False]},
+        "": "empty key",
+    }
+    assert _encode(tricky) == json.dumps(tricky, ensure_ascii=False)
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    for encode_ in (_encode, lambda d: json.dumps(d, ensure_ascii=False)):
+        with pytest.raises(ValueError, match="Circular reference"):
+            encode_(loop)
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            encode_({"x": object()})

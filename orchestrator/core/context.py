@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..definition.models import START, Graph
+from ..definition.models import START, Edge, Graph
 from .state import Step, ThreadState
+from .templates import may_read
 
 
 def output_with_nulls(
@@ -42,12 +43,16 @@ def template_context(
     status: str,
     previous: Step | None = None,
     branches: list[dict[str, Any]] | None = None,
+    *,
+    steps: bool = True,
 ) -> dict[str, Any]:
     """The names an edge prompt sees (docs/format.md section 6). `previous` is the step whose
     output the edge leaves from (default: the last committed one; on a join edge, the step that
-    fanned out); `branches` is `$branches`, on a join edge."""
+    fanned out); `branches` is `$branches`, on a join edge. `steps=False` leaves `$steps` out,
+    for templates that do not read it (`reads_steps`): it is every role's last output, rebuilt
+    at each step, and most edges' templates read only the step they leave from."""
     steps_ctx: dict[str, Any] = {}
-    for role, step in state.latest.items():
+    for role, step in state.latest.items() if steps else ():
         entry = output_with_nulls(graph, role, step.status, step.frontmatter)
         entry["$body"] = step.body
         entry["$status"] = step.status
@@ -62,13 +67,20 @@ def template_context(
     if branches is not None:
         context["$branches"] = branches
     context["$inputs"] = _inputs(graph, state)
-    context["$steps"] = steps_ctx
+    if steps:
+        context["$steps"] = steps_ctx
     context["$thread"] = {
         "id": state.thread_id,
         "step": state.committed + 1,
         "workspace": state.workspace,
     }
     return context
+
+
+def reads_steps(edge: Edge) -> bool:
+    """Whether any template of the edge (prompt, location, inputs, recovery) may read `$steps`."""
+    templates = (edge.prompt, edge.location, edge.recovery, *(edge.inputs or {}).values())
+    return any(template and may_read(template, "$steps") for template in templates)
 
 
 def _output(graph: Graph, step: Step) -> dict[str, Any]:

@@ -158,7 +158,6 @@ judge: outcomes of a step (Replied, ChildEnded, ActorFailed, PreconditionFailed,
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..definition.models import END, SUSPEND, Edge, Graph, Join
@@ -172,7 +171,7 @@ from .checks import (
     suspend,
 )
 from .commands import Command, Idle, Limits, Record, limits_for
-from .context import template_context
+from .context import reads_steps, template_context
 from .edges import choose_edge, next_edge_key, render_edge, render_one
 from .events import (
     AttemptRejected,
@@ -230,19 +229,12 @@ def decide(graph: Graph, state: ThreadState, limits: Limits | None = None) -> Co
     if isinstance(chosen, Record):
         return chosen
     option, edge = chosen
-    context = template_context(graph, state, source, status)
     label = f"edge {source} --{status}--> {edge.role or 'parallel'}"
     if edge.fans_out:
+        context = template_context(graph, state, source, status)
         return fanout.fan_out(graph, state, limits, (source, status, option), edge, context)
-    return _take(
-        graph,
-        state,
-        limits,
-        label,
-        edge,
-        context,
-        StepStarted(0, "", "", source, status, option=option),
-    )
+    context = template_context(graph, state, source, status, steps=reads_steps(edge))
+    return _take(graph, state, limits, label, edge, context, (source, status, option, False))
 
 
 def _take(
@@ -252,10 +244,11 @@ def _take(
     label: str,
     edge: Edge | Join,
     context: dict[str, Any],
-    start: StepStarted,
+    start: tuple[str, str, int, bool],
 ) -> Command:
-    """Render an edge and start its step, or end the thread (D5-D8); `start` carries where the
-    edge comes from."""
+    """Render an edge and start its step, or end the thread (D5-D8); `start` is where the edge
+    comes from: the source, the status, the option taken and whether it is a join edge."""
+    source, status, option, join = start
     rendered = render_edge(label, edge, context)
     if isinstance(rendered, Record):
         return rendered
@@ -265,7 +258,7 @@ def _take(
         if isinstance(recovery, Record):
             return recovery
         ending, outcome = edge.ending or "done", edge.outcome or "success"
-        return Record(ThreadCompleted(prompt, ending, outcome, recovery, start.option))
+        return Record(ThreadCompleted(prompt, ending, outcome, recovery, option))
     guard = check_limits(state, edge.role or "", limits)
     if guard is not None:
         return guard
@@ -275,10 +268,9 @@ def _take(
             f"{state.resume_message}"
         )
     step = state.committed + 1
+    role = edge.role or ""
     return Record(
-        replace(
-            start, step=step, role=edge.role or "", prompt=prompt, location=location, inputs=inputs
-        )
+        StepStarted(step, role, prompt, source, status, location, option, join=join, inputs=inputs)
     )
 
 
@@ -298,7 +290,7 @@ def _take_join(graph: Graph, state: ThreadState, limits: Limits) -> Command:
     branches = fanout.branches_value(graph, state)
     context = template_context(graph, state, fo.source, fo.status, previous, branches)
     label = f"join edge {fo.source} --{fo.status}--> {edge.join.role}"
-    start = StepStarted(0, "", "", fo.source, fo.status, option=fo.option, join=True)
+    start = (fo.source, fo.status, fo.option, True)
     return _take(graph, state, limits, label, edge.join, context, start)
 
 

@@ -35,7 +35,10 @@ def step_command(
     """D3 and S1: the command for a step (or a branch) in flight. A subgraph role's step runs its
     child, with what the parent's limits leave it (its steps and cost count against them)."""
     attempts = tuple((reply, tuple(errors)) for reply, errors in f.attempts)
-    child = graph.subgraph(f.role)
+    # Only a role with `graph:` has a child graph (the loader and the Temporal codec make one for
+    # those alone); asking the graph's private map costs a pydantic `__getattr__` at every step.
+    role = graph.roles.get(f.role)
+    child = graph.subgraph(f.role) if role is not None and role.graph is not None else None
     if child is None:
         return RunStep(f.step, f.role, f.prompt, f.location, attempts, f.inputs)
     steps_left = limits.max_steps - (state.committed + state.child_steps - state.budget_step)

@@ -240,6 +240,16 @@ def _roots(template: str) -> frozenset[str] | None:
     return frozenset(roots)
 
 
+def may_read(template: str, name: str) -> bool:
+    """Whether the template may read the top-level `name` (`$steps` of `{{$steps.a.b}}`); True
+    when unsure: it may read the whole context, or it has a syntax error (its render says so)."""
+    try:
+        roots = _roots(template)
+    except TemplateSyntaxError:
+        return True
+    return roots is None or name in roots
+
+
 def _scope(template: str, data: dict[str, Any]) -> dict[str, Any]:
     """The context made ready for chevron: only the names the template reads are wrapped.
 

@@ -33,7 +33,9 @@ sentences a model can act on when the reply is sent back for repair.
    always an unquoted value starting with `&`, `*` or `!`, and two `$status:` lines are
    ambiguous. Syntax errors name the frontmatter line and, for the classic cause (an unquoted
    value containing `: ` or starting with a special character), say to quote the value. YAML
-   comments (` #` after a value) are comments, as in any YAML file.
+   comments (` #` after a value) are comments, as in any YAML file. A block of flat
+   `key: plain value` lines only (the usual reply) is read without libyaml (`flatyaml.py`),
+   to the same values; any other block, and every block with an error, goes through libyaml.
 
 3. Read the status (`status.py`). A reply without `$status` whose `status` key the schema
    does not declare has that key read as `$status` (for a single-exit role only when its value

@@ -19,14 +19,27 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.events import Event
 from ..core.state import ThreadSummary
 from .base import ThreadBusy
 
-# `json.dumps(data, ensure_ascii=False)` builds a new encoder at every call; one made once gives
-# the same text (the C encoder either way).
-_encode = json.JSONEncoder(ensure_ascii=False).encode
+# `json.dumps(data, ensure_ascii=False)` builds a new encoder at every call, through
+# `JSONEncoder.encode` and `iterencode` in Python. `_encode` calls the C encoder those make with
+# the same arguments (a fresh one per call, as `dumps` does, so that each call has its own record
+# of the containers being encoded for the check of circular references), for the same text.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _encode(data: dict[str, Any]) -> str:
+    if _make_c_encoder is None:  # a Python without the C accelerator
+        return _ENCODER.encode(data)
+    c_encoder = _make_c_encoder(
+        {}, _ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    return "".join(c_encoder(data, 0))
 
 
 def encode(event: Event) -> tuple[str, str]:

@@ -45,6 +45,11 @@ from .rows import prepare as prepare_rows
 from .sqlite_errors import store_error as store_error  # what an SQLite error means
 from .writer import Writer
 
+# `events` is a rowid table (its key an index beside it): a step's two rows, about 1 KB each,
+# appended to a `WITHOUT ROWID` b-tree keyed by (thread, seq) split its pages more often, 5.8
+# WAL pages per step against 4.3, 50 against 39 µs of SQLite's CPU per step's transaction.
+# Stores made before keep their `WITHOUT ROWID` table: the same statements read and write
+# both, with the same results (tests/test_store_layout.py), so no migration rewrites them.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
     id TEXT PRIMARY KEY,
@@ -74,7 +79,7 @@ CREATE TABLE IF NOT EXISTS events (
     type TEXT NOT NULL,
     data TEXT NOT NULL,
     PRIMARY KEY (thread_id, seq)
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS threads_state ON threads(state);
 CREATE INDEX IF NOT EXISTS events_forked ON events(thread_id) WHERE type = 'ThreadForked';
 """
