@@ -67,17 +67,27 @@ def test_the_heap_before_the_batch_is_frozen_while_it_runs_and_collected_after(
     batch(loop, actor, tmp_path)
     assert actor.frozen and all(n > 0 for n in actor.frozen)  # every step ran frozen
     assert gc.get_freeze_count() == 0  # unfrozen when the batch ended
+    assert tracked(actor)  # and collectable again
     gc.collect()
     assert gone() is None  # the garbage from before the batch is collected after it
 
 
+def tracked(thing: object) -> bool:
+    """Is `thing` in a generation the collector walks (not frozen)?"""
+    return any(each is thing for each in gc.get_objects())
+
+
 def test_a_heap_the_process_froze_itself_stays_frozen(loop: Graph, tmp_path: Path) -> None:
     # The control: the caller's own freeze is not undone by the batch.
+    mine: list[int] = [1]
+    assert tracked(mine)
     gc.freeze()
     try:
-        before = gc.get_freeze_count()
+        assert not tracked(mine)
         actor = Watching()
         batch(loop, actor, tmp_path)
-        assert gc.get_freeze_count() >= before > 0
+        assert actor.frozen and all(n > 0 for n in actor.frozen)
+        assert not tracked(mine)  # still frozen: the batch did not unfreeze the caller's heap
     finally:
         gc.unfreeze()
+    assert tracked(mine)
