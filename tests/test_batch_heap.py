@@ -1,5 +1,5 @@
 """run_batch keeps the collector's full passes off the heap that existed before the batch
-(`gc.freeze`), and leaves the collector as it found it."""
+(`gc.freeze`), collects young objects less often, and leaves the collector as it found it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.actors.base import ActReply, ActRequest
 from orchestrator.definition.models import Graph
-from orchestrator.run.batch import run_batch
+from orchestrator.run.batch import GC_THRESHOLD, run_batch
 from orchestrator.store.memory import MemoryStore
 from tests.graphs_for_tests import REVIEW_LOOP
 
@@ -23,9 +23,11 @@ class Watching:
 
     def __init__(self) -> None:
         self.frozen: list[int] = []
+        self.thresholds: list[int] = []
 
     async def play(self, request: ActRequest) -> ActReply:
         self.frozen.append(gc.get_freeze_count())
+        self.thresholds.append(gc.get_threshold()[0])
         await asyncio.sleep(0)
         if request.role_name == "writer":
             return ActReply(text=f"---\n$status: drafted\ndraft: {request.inputs['topic']}\n---\n")
@@ -60,13 +62,16 @@ def test_the_heap_before_the_batch_is_frozen_while_it_runs_and_collected_after(
     loop: Graph, tmp_path: Path
 ) -> None:
     assert gc.get_freeze_count() == 0
+    threshold = gc.get_threshold()
     garbage = Cycle()
     gone = weakref.ref(garbage)
     del garbage  # a cycle: only the collector frees it
     actor = Watching()
     batch(loop, actor, tmp_path)
     assert actor.frozen and all(n > 0 for n in actor.frozen)  # every step ran frozen
+    assert set(actor.thresholds) == {GC_THRESHOLD} != {threshold[0]}  # collected less often
     assert gc.get_freeze_count() == 0  # unfrozen when the batch ended
+    assert gc.get_threshold() == threshold  # and the threshold as it was
     assert tracked(actor)  # and collectable again
     gc.collect()
     assert gone() is None  # the garbage from before the batch is collected after it
