@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import gc
 import json
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,32 +118,51 @@ def split_line(naming: Mapping[str, Any]) -> tuple[str | None, dict[str, str]]:
 
 
 class AdaptiveLimiter:
-    """A semaphore whose size shrinks on rate limits and grows back on success."""
+    """A semaphore whose size shrinks on rate limits and grows back on success.
+
+    First come, first served: a slot that frees is handed to the longest waiting thread at
+    once (counted for it before it wakes), so each waiting thread wakes once, when its turn
+    comes; a condition woken for all would wake every waiting thread at every change."""
 
     def __init__(self, limit: int):
         self.max = max(1, limit)
         self.limit = self.max
         self.active = 0
-        self._changed = asyncio.Condition()
+        self._waiting: deque[asyncio.Future[None]] = deque()
 
     async def __aenter__(self) -> None:
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.active < self.limit)
+        if self.active < self.limit and not self._waiting:
             self.active += 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.active -= 1  # the slot was handed over as we were cancelled: pass it on
+                self._hand_over()
+            else:
+                self._waiting.remove(turn)
+            raise
 
     async def __aexit__(self, *exc: object) -> None:
-        async with self._changed:
-            self.active -= 1
-            self._changed.notify_all()
+        self.active -= 1
+        self._hand_over()
 
     async def backoff(self) -> None:
-        async with self._changed:
-            self.limit = max(1, self.limit // 2)
+        self.limit = max(1, self.limit // 2)
 
     async def recover(self) -> None:
-        async with self._changed:
-            self.limit = min(self.max, self.limit + 1)
-            self._changed.notify_all()
+        self.limit = min(self.max, self.limit + 1)
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        while self._waiting and self.active < self.limit:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                self.active += 1
+                turn.set_result(None)
 
 
 @dataclass
