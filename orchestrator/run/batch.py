@@ -233,9 +233,14 @@ async def run_batch(
                         on_done(item)
                     return
             # Whether the thread may simply be resumed again (suspended by a passing failure,
-            # and the moderator would take the resume) is the moderator's answer, not ours.
-            retry = session.allowed(item.thread_id, graph).retry
-            if retry.ok and item.rate_limited < MAX_RATE_LIMIT_RESUMES:
+            # and the moderator would take the resume) is the moderator's answer, not ours;
+            # a completed thread ends there (asking would read and fold its whole log again).
+            retry = (
+                session.allowed(item.thread_id, graph).retry.ok
+                if result.state != ThreadStatus.COMPLETED
+                else False
+            )
+            if retry and item.rate_limited < MAX_RATE_LIMIT_RESUMES:
                 item.rate_limited += 1
                 await limiter.backoff()
                 await asyncio.sleep(backoff_seconds * 2 ** (item.rate_limited - 1))
