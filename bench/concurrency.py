@@ -22,6 +22,7 @@ throughput, in memory at least 95%, and durable ahead of LangGraph durable).
 
     python bench/concurrency.py [--levels 1,10,50,100,200] [--latency 0.05] [--threads-per-slot 3]
                                 [--stores sqlite,memory] [--repeat 2] [--no-langgraph]
+                                [--only raw,sqlite,memory,langgraph]
 
 Each level runs max(20, C * threads-per-slot) threads of 3 steps; figures are wall-clock
 throughputs of the whole level, best of `--repeat` runs, with the orchestrator run once with a
@@ -323,6 +324,12 @@ def main() -> None:
         action="store_false",
         help="leave out the LangGraph peer (durable, AsyncSqliteSaver)",
     )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="run only these variants (comma-separated: raw, sqlite, memory, langgraph), "
+        "e.g. to profile one of them",
+    )
     parser.add_argument("--max-retries", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)
@@ -368,6 +375,10 @@ def main() -> None:
 
         names = ["raw SDK"] + [f"orchestrator + {s}" for s in stores]
         names += [LANGGRAPH] if args.langgraph else []
+        if args.only:
+            keys = {"raw": "raw SDK", "langgraph": LANGGRAPH}
+            wanted = {keys.get(k, f"orchestrator + {k}") for k in args.only.split(",") if k}
+            names = [name for name in names if name in wanted]
         try:
             for name in names:  # warm-up: imports, the first connections, SQLite files
                 timed(name, 4, 4)
@@ -385,7 +396,7 @@ def main() -> None:
                     for name in names:
                         runs[name].append(timed(name, threads, level))
                 loads.append(os.getloadavg()[0])
-                raw_wall = min(wall for wall, _ in runs["raw SDK"])
+                raw_wall = min(wall for wall, _ in runs.get("raw SDK", [(float("nan"), 0.0)]))
                 for name in names:
                     wall, cpu = min(runs[name])
                     ratio = raw_wall / wall

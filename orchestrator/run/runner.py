@@ -8,7 +8,8 @@ in this process:
     act            plan the actor's request from the state (`plan.plan_step`, pure), perform it
                    (`step.perform_step`: the call and its outcome: a reply, a failure, "a person
                    must answer")
-    single         the step in flight as a task, stopped when another process cancels the thread
+    single         the step in flight, run in the thread's own task, stopped when another
+                   process cancels the thread
     branches       the branches' tasks: start those not running yet, wait for the first to end
     start_child    a subgraph step's child (docs/format.md section 14): a thread of its own in
     run_child      the same store, advanced by `advance` as any thread, under what the parent's
@@ -32,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..core import engine
 from ..core.commands import Limits, RunChild, RunStep, limits_for
@@ -76,7 +78,10 @@ class LiveThread:
         self.state = ThreadState()
         self.seq = 0  # the last event applied to the state
         self.saved = 0  # the last event known to be committed (or reported, if deferred)
-        self.step_task: asyncio.Future[Outcome | None] | None = None
+        # The task running the step in flight (the thread's own: `single`), and how many times
+        # `stop_step` cancelled it since the step started.
+        self.step_task: asyncio.Task[Any] | None = None
+        self._stops = 0
         self.branch_tasks: dict[int, asyncio.Future[Outcome | None]] = {}  # by step number
         self._deferred: concurrent.futures.Future[StoredEvent] | None = None
         # A deferred StepStarted not handed to the store yet: (seq, event, summary); see defer.
@@ -159,10 +164,10 @@ class LiveThread:
         return ((event, summary),)
 
     def release(self) -> None:
-        """Commit the held StepStarted now, without waiting, unless the step has ended already
-        (its result's append takes it along). Called once the step's task has run up to its
-        first wait: the actor is then waiting for its model."""
-        if self._held is None or (self.step_task is not None and self.step_task.done()):
+        """Commit the held StepStarted now, without waiting (unless the step's result took it
+        along already: `append`). Called once the step has run up to its first wait: the actor
+        is then waiting for its model."""
+        if self._held is None:
             return
         seq, event, summary = self._held
         self._held = None
@@ -178,8 +183,8 @@ class LiveThread:
 
     def _check_deferred(self, pending: concurrent.futures.Future[StoredEvent]) -> None:
         """The deferred event failed: stop the step in flight (`flush` raises why)."""
-        if pending is self._deferred and pending.exception() is not None and self.step_task:
-            self.step_task.cancel()
+        if pending is self._deferred and pending.exception() is not None:
+            self.stop_step()
 
     async def flush(self) -> None:
         """Commit a held event; wait for a deferred event's commit; raise its failure."""
@@ -261,10 +266,16 @@ class LiveThread:
             if self.state.status.ended:
                 self.stop_steps()
 
+    def stop_step(self) -> None:
+        """Stop the single step in flight, if any: cancel the task running it, counted, so that
+        `single` tells this cancel apart from one of the task itself and takes it back."""
+        if self.step_task is not None:
+            self._stops += 1
+            self.step_task.cancel()
+
     def stop_steps(self) -> None:
         """Cancel every step in flight in this process."""
-        if self.step_task is not None:
-            self.step_task.cancel()
+        self.stop_step()
         for task in self.branch_tasks.values():
             task.cancel()
 
@@ -363,25 +374,42 @@ class LocalExecutor(LiveThread):
         )
 
     async def single(self, step: int, work: Work) -> Outcome | None:
-        """The step in flight as a task; None if the thread ended meanwhile."""
+        """The step in flight; None if the thread ended meanwhile.
+
+        Run in the thread's own task, not a task of its own: that would pass through the event
+        loop twice per step (to start it, and to hand its result back), and on a busy loop each
+        pass waits for every other ready task, while the thread's connection sits idle in the
+        SDK's pool, probed at every other request (docs/performance.md, issue 23). `stop_step`
+        cancels this task; its cancels are counted and taken back (`uncancel`) here, so that one
+        of the task itself (Ctrl-C, a cancelled batch) still goes through."""
         if self.deferred_failed():
             await self.flush()  # raises why: the step's StepStarted could not be saved
-        self.step_task = asyncio.ensure_future(work())
+        task = asyncio.current_task()
+        assert task is not None  # the driver runs in a task
+        self.step_task, self._stops = task, 0
         if self.holding():
-            # Runs after the task's first run: the step's StepStarted is committed while its
+            # Runs once the step first waits: the step's StepStarted is committed while its
             # actor waits, or, if the actor answered at once, with its result (`defer`).
             asyncio.get_running_loop().call_soon(self.release)
         try:
-            return await self.step_task
+            return await work()
         except asyncio.CancelledError:
+            self._end_step(task)
             if self.deferred_failed():
                 await self.flush()  # raises why: the step's own StepStarted could not be saved
-            task = asyncio.current_task()
-            if self.state.status.ended and (task is None or not task.cancelling()):
+            if self.state.status.ended and not task.cancelling():
                 return None  # stopped because another process cancelled the thread
             raise
         finally:
-            self.step_task = None
+            self._end_step(task)
+
+    def _end_step(self, task: asyncio.Task[Any]) -> None:
+        """No step in flight any more: take back the cancels `stop_step` made (even one the
+        step swallowed), so that the task is left as cancelled as it was by anyone else."""
+        self.step_task = None
+        for _ in range(self._stops):
+            task.uncancel()
+        self._stops = 0
 
     async def branches(self, work: Mapping[int, Work]) -> list[Outcome]:
         tasks = self.branch_tasks

@@ -193,7 +193,9 @@ class Session(AwaitableTwins, ChildRouting, Forking):
                 discard_worktree(tree)
             raise
         # Before any role runs: the git folders, asked of git now, recorded for the resumes.
-        fixed = trust.at_start(workspace, graph=graph, store_dir=self.directory, worktree=tree)
+        # The graph's files and the store are added by `advance` (trust.of_thread), as they
+        # are then: finding them here too cost a third of a thread's start, for nothing.
+        fixed = trust.git_at_start(workspace, tree)
         self._boundaries[thread_id] = fixed
         trust.record(fixed, self.directory, thread_id)
         return Started(thread_id, workspace, tree, self.store.events(thread_id)[0])

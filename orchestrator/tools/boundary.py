@@ -133,10 +133,16 @@ def at_start(
     worktree: Worktree | None,
 ) -> Boundary:
     """The boundary of a thread starting now, before any of its roles ran."""
+    return with_config(git_at_start(workspace, worktree), graph, store_dir)
+
+
+def git_at_start(workspace: Path, worktree: Worktree | None) -> Boundary:
+    """The facts found when a thread starts (its workspace and git folders), without the
+    orchestrator's own files: what `record` keeps and `of_thread` adds those to, as they are
+    when the thread runs. A session that advances the thread next needs no more than this."""
     root = real(workspace)
     found = worktree_git(worktree) if worktree is not None else repository_git(root)
-    gits = tuple(_unique([*found, *_dot_gits(root)]))
-    return with_config(Boundary(root, git=gits), graph, store_dir)
+    return Boundary(root, git=tuple(_unique([*found, *_dot_gits(root)])))
 
 
 def with_config(boundary: Boundary, graph: Graph | None, store_dir: Path | None) -> Boundary:
@@ -334,7 +340,7 @@ def of_thread(
     else recorded), else (a thread started by an older version) the workspace's own `.git`.
     The graph's files and the store are added as they are now."""
     if worktree is not None:
-        found: Boundary | None = at_start(workspace, graph=None, store_dir=None, worktree=worktree)
+        found: Boundary | None = git_at_start(workspace, worktree)
     else:
         found = known or recorded(store_dir, thread_id)
     return with_config(found or Boundary.bare(workspace), graph, store_dir)
