@@ -150,12 +150,19 @@ class Forking:
         return self.store.forks()
 
     def reusing(
-        self: _Reads, thread_id: str, actor_for: ActorFor | None, options: RunOptions | None
+        self: _Reads,
+        thread_id: str,
+        actor_for: ActorFor | None,
+        options: RunOptions | None,
+        events: list[Event] | None = None,
     ) -> ActorFor | None:
         """`actor_for` (None: the roles' own actors) behind the original's replies, for a fork
         made with `reuse` whose steps have not differed from the original's yet
-        (run/reuse.py); else `actor_for` as it is."""
-        forked = reuse_from([s.event for s in self.store.events(thread_id)])
+        (run/reuse.py); else `actor_for` as it is. `events`: the thread's log, when the caller
+        has just read it (the store's is read otherwise)."""
+        if events is None:
+            events = [s.event for s in self.store.events(thread_id)]
+        forked = reuse_from(events)
         if forked is None:
             return actor_for
         original = self.recording(forked.from_thread)

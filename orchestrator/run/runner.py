@@ -39,7 +39,7 @@ from ..core import engine
 from ..core.commands import Limits, RunChild, RunStep, limits_for
 from ..core.driver import Work, drive
 from ..core.driver import judge as judge_outcome
-from ..core.events import Event, StepStarted, ThreadStatus
+from ..core.events import Event, StepCommitted, StepStarted, ThreadStatus
 from ..core.outcomes import Interrupted, Outcome
 from ..core.state import ThreadState, ThreadSummary
 from ..core.subgraph import child_started
@@ -87,6 +87,7 @@ class LiveThread:
         # A deferred StepStarted not handed to the store yet: (seq, event, summary); see defer.
         self._held: tuple[int, Event, ThreadSummary] | None = None
         self.memory = SessionMemory(graph)  # `memory: session` visits, fed as the state is
+        self.roles: list[str] = []  # the roles of the committed steps, in order, as applied
         self.catch_up(notify=False)
         self._root: Path | None = None
         self._boundary: Boundary | None = None
@@ -209,6 +210,7 @@ class LiveThread:
             self._deferred = self._held = None
             self.state, self.seq, self.saved = ThreadState(), 0, 0
             self.memory = SessionMemory(self.graph)
+            self.roles = []
             self.catch_up(notify=False)
             raise
 
@@ -224,6 +226,8 @@ class LiveThread:
     def _apply(self, event: Event) -> None:
         engine.apply(self.state, event)
         self.memory.observe(event)
+        if isinstance(event, StepCommitted):
+            self.roles.append(event.role)
 
     def catch_up(self, *, notify: bool = True) -> bool:
         """Fold the events appended since we last looked; True if there were any."""
@@ -236,11 +240,11 @@ class LiveThread:
         return bool(new)
 
     def result(self) -> ThreadResult:
-        """The thread's result now; its path is read from the log, once per state."""
+        """The thread's result now, once per state; its path is the roles of the committed
+        steps, kept as the events are applied (the same as the store's `committed_roles`,
+        which each result read back from SQLite before: a query per thread, for nothing)."""
         if self._result is None or self._result[0] != self.seq:
-            # Only the roles of the committed steps, read by the store (SQLite: without decoding
-            # the whole log, which cost about as much per step as the step's own commit).
-            roles = self.store.committed_roles(self.thread_id)
+            roles = list(self.roles)
             path = [*roles, END] if self.state.ending is not None else roles
             self._result = (self.seq, ThreadResult.of(self.thread_id, self.state, path))
         return self._result[1]

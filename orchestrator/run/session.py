@@ -35,7 +35,7 @@ from typing import Any
 
 from ..actors.recording import Recording, ReplayActor, recording_from_events
 from ..core import engine
-from ..core.events import ThreadStarted, ThreadStatus
+from ..core.events import Event, ThreadStarted, ThreadStatus
 from ..core.outcomes import Answered, CancelRequested, Outcome, ResumeRequested
 from ..core.state import ThreadState
 from ..core.steps import ThreadView, thread_view
@@ -255,6 +255,7 @@ class Session(AwaitableTwins, ChildRouting, Forking):
             check_credentials(graph)
             check_prices(graph, options.model if options is not None else None)
         tree = self.worktree(thread_id)
+        log: list[Event] | None = None  # the thread's events, once read
         if tree is not None:
             try:
                 if ensure_worktree(tree):
@@ -269,7 +270,10 @@ class Session(AwaitableTwins, ChildRouting, Forking):
             replay_actor = ReplayActor(replay, pace=pace)
             actor_for = lambda name, role: replay_actor  # noqa: E731
         else:  # a fork made with --reuse takes the original's replies (run/reuse.py)
-            actor_for = self.reusing(thread_id, actor_for, options)
+            # The log is read once here, for this and for the workspace below (each read
+            # decoded every event of the thread again).
+            log = [s.event for s in self.store.events(thread_id)]
+            actor_for = self.reusing(thread_id, actor_for, options, log)
         options = step_commits(tree, thread_id, options, self.notify)  # a commit a step
         finished: dict[str, dict[str, Any]] = {}
 
@@ -279,7 +283,8 @@ class Session(AwaitableTwins, ChildRouting, Forking):
 
         if replay is None:  # the graph's Python code as it is now, before any role runs
             preload(trust.python_refs(graph))
-        root, known = Path(self.state(thread_id).workspace), self._boundaries.get(thread_id)
+        state = engine.fold(log) if log is not None else self.state(thread_id)
+        root, known = Path(state.workspace), self._boundaries.get(thread_id)
         fixed = trust.of_thread(root, thread_id, graph, self.directory, tree, known)
         with trust.entered(fixed), traced(graph, thread_id, options) as options:  # and OTel
             result = await advance(
